@@ -1,0 +1,163 @@
+"""kubectl's connection flags and kubeconfig rules -> a ready Transport.
+
+Precedence follows kubectl: --kubeconfig, else every path in KUBECONFIG merged, else
+~/.kube/config, else in-cluster service-account config (CI jobs in pods). Flags such as
+--server or --token override what the kubeconfig says; every flag is honoured.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+from .transport import Transport
+
+OVERRIDE_CONTEXT = "kubectl-unfinalize-flags"
+
+
+@dataclass
+class ConnectionOptions:
+    kubeconfig: str | None = None
+    context: str | None = None
+    cluster: str | None = None
+    user: str | None = None
+    server: str | None = None
+    token: str | None = None
+    certificate_authority: str | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str | None = None
+    as_user: str | None = None
+    as_groups: list[str] = field(default_factory=list)
+    as_uid: str | None = None
+    request_timeout: float | None = None
+    pool_size: int = 16
+
+
+def connect(options: ConnectionOptions) -> Transport:
+    """Build the Transport; raise ConfigError with one readable line when it cannot."""
+    from kubernetes.client.configuration import Configuration
+    from kubernetes.config.config_exception import ConfigException
+
+    config = Configuration()
+    try:
+        namespace, context = _load(options, config)
+    except ConfigException as exc:
+        raise ConfigError(f"invalid cluster configuration: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read cluster configuration: {exc}") from exc
+    _apply_flags(options, config)
+    if options.as_groups and not options.as_user:
+        raise ConfigError("--as-group requires --as (kubectl has the same rule)")
+    for path in (config.ssl_ca_cert, config.cert_file, config.key_file):
+        if path and not os.path.exists(path):
+            raise ConfigError(f"file not found: {path}")
+    config.connection_pool_maxsize = options.pool_size
+
+    from kubernetes.client.rest import RESTClientObject
+
+    pool = RESTClientObject(config).pool_manager
+
+    def auth() -> str | None:
+        settings = config.auth_settings().get("BearerToken")
+        return settings["value"] if settings else None
+
+    impersonate = []
+    if options.as_user:
+        impersonate.append(("Impersonate-User", options.as_user))
+    impersonate += [("Impersonate-Group", group) for group in options.as_groups]
+    if options.as_uid:
+        impersonate.append(("Impersonate-Uid", options.as_uid))
+    return Transport(config.host, pool, auth, impersonate, options.request_timeout, namespace, context)
+
+
+def kubeconfig_paths(options: ConnectionOptions) -> list[str]:
+    if options.kubeconfig:
+        path = os.path.expanduser(options.kubeconfig)
+        if not os.path.exists(path):
+            raise ConfigError(f"kubeconfig not found: {options.kubeconfig}")
+        return [path]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [os.path.expanduser(p) for p in env.split(os.pathsep) if p and os.path.exists(os.path.expanduser(p))]
+    default = Path("~/.kube/config").expanduser()
+    return [str(default)] if default.exists() else []
+
+
+def _load(options: ConnectionOptions, config) -> tuple[str, str]:
+    """Fill `config` from kubeconfig or in-cluster; return (default namespace, context name)."""
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    paths = kubeconfig_paths(options)
+    if not paths:
+        if options.server:
+            config.host = options.server
+            return "default", ""
+        return _load_in_cluster(options, config)
+    merged = KubeConfigMerger(os.pathsep.join(paths)).config
+    if merged is None:
+        raise ConfigError(f"kubeconfig is empty: {', '.join(paths)}")
+    raw = merged.value
+    contexts = {c.get("name"): c.get("context") or {} for c in raw.get("contexts") or []}
+    name = options.context or raw.get("current-context") or ""
+    if options.context and name not in contexts:
+        known = ", ".join(sorted(k for k in contexts if k)) or "none"
+        raise ConfigError(f"context {name!r} not found in kubeconfig (available: {known})")
+    if not name and not options.server:
+        raise ConfigError("no current context in kubeconfig; pass --context or --server")
+    context = dict(contexts.get(name) or {})
+    for flag, key, section in (("cluster", "cluster", "clusters"), ("user", "user", "users")):
+        value = getattr(options, flag)
+        if value:
+            known = [item.get("name") for item in raw.get(section) or []]
+            if value not in known:
+                raise ConfigError(f"{flag} {value!r} not found in kubeconfig (available: {', '.join(known) or 'none'})")
+            context[key] = value
+    if options.server and "cluster" not in context:
+        config.host = options.server
+        return context.get("namespace") or "default", name
+    raw.setdefault("users", [])
+    if "user" not in context:
+        raw["users"].append({"name": OVERRIDE_CONTEXT, "user": {}})
+        context["user"] = OVERRIDE_CONTEXT
+    raw["contexts"].append({"name": OVERRIDE_CONTEXT, "context": context})
+    KubeConfigLoader(config_dict=merged, active_context=OVERRIDE_CONTEXT).load_and_set(config)
+    return context.get("namespace") or "default", name
+
+
+def _load_in_cluster(options: ConnectionOptions, config) -> tuple[str, str]:
+    from kubernetes.config.incluster_config import (
+        SERVICE_CERT_FILENAME,
+        SERVICE_TOKEN_FILENAME,
+        InClusterConfigLoader,
+    )
+
+    if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ConfigError(
+            "no cluster configuration: no kubeconfig (set KUBECONFIG or --kubeconfig) and not running inside a cluster"
+        )
+    InClusterConfigLoader(SERVICE_TOKEN_FILENAME, SERVICE_CERT_FILENAME).load_and_set(config)
+    ns_file = Path(SERVICE_TOKEN_FILENAME).with_name("namespace")
+    namespace = ns_file.read_text().strip() if ns_file.exists() else "default"
+    return namespace, "in-cluster"
+
+
+def _apply_flags(options: ConnectionOptions, config) -> None:
+    if options.server:
+        config.host = options.server
+    if options.token:
+        config.api_key = {"BearerToken": f"Bearer {options.token}"}
+        config.refresh_api_key_hook = None
+    if options.certificate_authority:
+        config.ssl_ca_cert = options.certificate_authority
+    if options.client_certificate:
+        config.cert_file = options.client_certificate
+    if options.client_key:
+        config.key_file = options.client_key
+    if options.insecure_skip_tls_verify:
+        config.verify_ssl = False
+    if options.tls_server_name:
+        config.tls_server_name = options.tls_server_name

@@ -1,0 +1,96 @@
+"""-f inputs -> Kubernetes documents, with file and line in every error."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from .errors import InputError
+
+EXTENSIONS = (".yaml", ".yml", ".json")
+
+
+@dataclass
+class Document:
+    source: str
+    index: int
+    body: dict
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} (document {self.index + 1})"
+
+
+def read_manifests(paths: list[str], recursive: bool = False, stdin: IO[str] | None = None) -> list[Document]:
+    documents: list[Document] = []
+    for path in paths:
+        if path == "-":
+            documents += parse_text((stdin or sys.stdin).read(), "<stdin>")
+            continue
+        if "://" in path:
+            raise InputError(f"{path}: URLs are not supported; download the manifest first")
+        documents += _read_path(Path(path), recursive)
+    return documents
+
+
+def _read_path(path: Path, recursive: bool) -> list[Document]:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_file():
+        return _read_file(path)
+    pattern = "**/*" if recursive else "*"
+    files = sorted(p for p in path.glob(pattern) if p.is_file() and p.suffix.lower() in EXTENSIONS)
+    if not files:
+        hint = "" if recursive else " (use -R to search subdirectories)"
+        raise InputError(f"{path}: no manifests found ({', '.join(EXTENSIONS)}){hint}")
+    return [doc for file in files for doc in _read_file(file)]
+
+
+def _read_file(path: Path) -> list[Document]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from exc
+    return parse_text(text, str(path))
+
+
+def parse_text(text: str, source: str) -> list[Document]:
+    """Split multi-document YAML (or JSON), flatten `kind: List`, validate each document."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        raw = list(yaml.load_all(text, Loader=loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise InputError(f"{source}{line}: invalid YAML: {exc.problem or exc.context}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: invalid YAML: {exc}") from exc
+    documents: list[Document] = []
+    for index, body in enumerate(raw):
+        if body is None:
+            continue
+        doc = Document(source, index, body)
+        if not isinstance(body, dict):
+            raise InputError(f"{doc.where}: expected a mapping with apiVersion and kind")
+        if body.get("kind") == "List" or (str(body.get("kind", "")).endswith("List") and "items" in body):
+            for item in body.get("items") or []:
+                if not isinstance(item, dict):
+                    raise InputError(f"{doc.where}: List item is not a mapping")
+                documents.append(_checked(Document(source, index, item)))
+            continue
+        documents.append(_checked(doc))
+    return documents
+
+
+def _checked(doc: Document) -> Document:
+    body = doc.body
+    missing = [key for key in ("apiVersion", "kind") if not body.get(key)]
+    if missing:
+        raise InputError(f"{doc.where}: missing {' and '.join(missing)}")
+    if not (body.get("metadata") or {}).get("name"):
+        raise InputError(f"{doc.where}: {body['kind']} has no metadata.name")
+    return doc

@@ -1,0 +1,113 @@
+"""Outcomes -> what a person or a script reads. The only module that formats output."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import IO
+
+from .durations import format_seconds
+from .model import Outcome, Progress, Report
+
+_VERBS = {
+    "unfinalized": "unfinalized",
+    "deleted": "deleted",
+    "gone": "already gone",
+    "failed": "failed",
+    "refinalized": "finalizers came back",
+    "blocking": "still blocking",
+}
+_DRY = {"client": " (dry run)", "server": " (server dry run)", None: ""}
+_COLORS = {"failed": "31", "refinalized": "33", "blocking": "31"}
+
+
+def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) -> str | None:
+    """One kubectl-style line, or None when this output format does not show it."""
+    if output == "name":
+        return outcome.ref if outcome.action in ("unfinalized", "deleted") else None
+    verb = _VERBS[outcome.action]
+    if outcome.action == "gone" and outcome.message == "not found":
+        verb = "not found (skipped)"
+    details = []
+    if outcome.namespace:
+        details.append(f"namespace {outcome.namespace}")
+    if outcome.finalizers and outcome.action in ("unfinalized", "refinalized", "blocking", "failed"):
+        label = "removed" if outcome.action == "unfinalized" else "finalizers"
+        details.append(f"{label} {', '.join(outcome.finalizers)}")
+    text = f"{outcome.ref} {verb}"
+    if details:
+        text += f" ({'; '.join(details)})"
+    if outcome.message and outcome.action in ("failed", "refinalized", "blocking"):
+        text += f": {outcome.message}"
+    text += _DRY[outcome.dry_run]
+    if color and outcome.action in _COLORS:
+        text = f"\033[{_COLORS[outcome.action]}m{text}\033[0m"
+    return text
+
+
+def summary_line(report: Report) -> str:
+    parts = [
+        f"{report.scanned} scanned",
+        f"{report.count('unfinalized')} unfinalized",
+        f"{report.count('gone')} already gone",
+        f"{len(report.failed)} failed",
+        f"{report.count('deleted')} deleted",
+    ]
+    text = ", ".join(parts) + f" in {format_seconds(report.seconds)}"
+    if report.timed_out:
+        text = "timed out: " + text
+    return text + _DRY[report.dry_run]
+
+
+def render_document(report: Report, output: str) -> str:
+    data = report.to_dict()
+    if output == "json":
+        return json.dumps(data, indent=2, sort_keys=False)
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+class ProgressDisplay:
+    """A live line on a terminal; plain periodic lines in CI logs (never control codes)."""
+
+    def __init__(self, stream: IO[str] | None = None, live: bool | None = None, interval: float | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.interval = interval if interval is not None else (0.1 if self.live else 5.0)
+        self.started = time.monotonic()
+        self._last = self.started
+        self._shown = False
+
+    def update(self, progress: Progress) -> None:
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        rate = progress.done / max(now - self.started, 1e-6)
+        text = f"{progress.phase}: {progress.done}/{progress.total} objects ({rate:.0f}/s)"
+        if self.live:
+            self.stream.write("\r\033[K" + text)
+            self._shown = True
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.live and self._shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._shown = False
+
+
+def plan_lines(targets, delete: bool) -> list[str]:
+    """What -i shows before asking."""
+    verb = "delete and free" if delete else "free the custom resources of"
+    lines = [f"will {verb}:"]
+    lines += [f"  customresourcedefinition.apiextensions.k8s.io/{c.name}" for c in targets.crds]
+    lines += [
+        f"  {ref.resource.display}/{ref.name}" + (f" (namespace {ref.namespace})" if ref.namespace else "")
+        for ref in targets.objects
+    ]
+    return lines

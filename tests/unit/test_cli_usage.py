@@ -1,0 +1,68 @@
+"""Usage errors: one line on stderr, exit 2, no traceback, and no cluster contacted."""
+
+from pathlib import Path
+
+import pytest
+
+from kubectl_unfinalize.cli import build_parser, main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "nothing selected"),
+        (["crd"], "crd needs NAME"),
+        (["pods", "x"], "unknown command 'pods'"),
+        (["crd", "x", "--timeout", "soon"], "invalid duration 'soon'"),
+        (["crd", "x", "--dry-run=maybe"], "invalid choice: 'maybe'"),
+        (["crd", "x", "--concurrency", "0"], "must be at least 1"),
+        (["crd", "x", "-l", "a=b"], "NAME and -l cannot be combined"),
+        (["crd", "x", "-n", "a", "-A"], "-n and -A cannot be combined"),
+        (["crd", "x", "--wait=false"], "--wait only applies with --delete"),
+        (["crd", "x", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_usage_errors(argv, message, capsys, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_missing_kubeconfig_is_a_configuration_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["crd", "widgets", "--kubeconfig", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: kubeconfig not found: {tmp_path / 'missing'}"
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    assert main(["crd", "widgets"]) == 2
+    assert "no cluster configuration" in capsys.readouterr().err
+
+
+def test_parser_does_not_import_the_kubernetes_client():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from kubectl_unfinalize.cli import build_parser; build_parser().format_help(); "
+        "print(any(m.split('.')[0] in ('kubernetes', 'urllib3', 'yaml') for m in sys.modules))"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": src}
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_every_kubectl_connection_flag_is_accepted():
+    flags = [
+        "--kubeconfig", "--context", "--cluster", "--user", "--server", "--token", "--certificate-authority",
+        "--client-certificate", "--client-key", "--insecure-skip-tls-verify", "--tls-server-name", "--as",
+        "--as-group", "--as-uid", "--request-timeout", "-s",
+    ]  # fmt: skip
+    help_text = build_parser().format_help()
+    for flag in flags:
+        assert f"{flag} " in help_text or f"{flag}," in help_text or f"{flag}\n" in help_text, flag

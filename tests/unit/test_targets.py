@@ -1,0 +1,64 @@
+import pytest
+
+from kubectl_unfinalize.errors import InputError
+from kubectl_unfinalize.targets import crd_from_object, match_name, resolve_names
+
+
+def crd(plural, kind, group, short=(), versions=("v1",)):
+    return crd_from_object(
+        {
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "shortNames": list(short)},
+                "versions": [{"name": v, "served": True, "storage": i == 0} for i, v in enumerate(versions)],
+            },
+        }
+    )
+
+
+CRDS = [
+    crd("daskclusters", "DaskCluster", "kubernetes.dask.org", ("daskcluster",)),
+    crd("daskworkergroups", "DaskWorkerGroup", "kubernetes.dask.org", ("dwg",)),
+    crd("widgets", "Widget", "a.example.com", ("wg",)),
+    crd("widgets", "Widget", "b.example.com", ("wg",)),
+]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "daskclusters.kubernetes.dask.org",
+        "daskclusters",
+        "daskcluster",
+        "DaskCluster",
+        "DaskCluster.kubernetes.dask.org",
+        "daskcluster.kubernetes.dask.org",
+        "daskclusters.v1.kubernetes.dask.org",
+    ],
+)
+def test_every_name_form_a_user_types(name):
+    assert [c.name for c in match_name(name, CRDS)] == ["daskclusters.kubernetes.dask.org"]
+
+
+def test_short_name_and_group_qualified_short_name():
+    assert [c.name for c in match_name("dwg", CRDS)] == ["daskworkergroups.kubernetes.dask.org"]
+    assert [c.name for c in match_name("wg.b.example.com", CRDS)] == ["widgets.b.example.com"]
+
+
+def test_ambiguous_name_lists_candidates():
+    with pytest.raises(InputError, match=r"'wg' is ambiguous: it matches widgets.a.example.com, widgets.b.example.com"):
+        resolve_names(["wg"], CRDS)
+
+
+def test_unknown_name_suggests_close_matches():
+    with pytest.raises(InputError, match=r"no CustomResourceDefinition matches 'daskclustr'; did you mean daskcluster"):
+        resolve_names(["daskclustr"], CRDS)
+
+
+def test_storage_version_is_listed():
+    c = crd("things", "Thing", "x.io", versions=("v2", "v1"))
+    assert c.resource.version == "v2"
+    assert c.resource.path("ns", "a") == "/apis/x.io/v2/namespaces/ns/things/a"
+    assert c.resource.display == "thing.x.io"
