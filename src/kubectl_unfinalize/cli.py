@@ -201,6 +201,10 @@ def _versions() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["__complete"]:  # hidden: shell completion (kubectl_complete-unfinalize)
+        from .completion import main as complete
+
+        return complete(args_list[1:])
     verbose = "-v" in args_list or "--verbose" in args_list
     try:
         return _main(args_list)

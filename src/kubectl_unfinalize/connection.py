@@ -49,6 +49,12 @@ def connect(options: ConnectionOptions) -> Transport:
         raise ConfigError(f"invalid cluster configuration: {exc}") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read cluster configuration: {exc}") from exc
+    except ValueError as exc:  # yaml.YAMLError is not a ValueError; see below
+        raise ConfigError(f"invalid kubeconfig: {exc}") from exc
+    except Exception as exc:
+        if type(exc).__module__.startswith("yaml"):
+            raise ConfigError(f"invalid kubeconfig: {exc}") from exc
+        raise
     _apply_flags(options, config)
     if options.as_groups and not options.as_user:
         raise ConfigError("--as-group requires --as (kubectl has the same rule)")
@@ -101,8 +107,8 @@ def _load(options: ConnectionOptions, config) -> tuple[str, str]:
     if merged is None:
         raise ConfigError(f"kubeconfig is empty: {', '.join(paths)}")
     raw = merged.value
-    contexts = {c.get("name"): c.get("context") or {} for c in raw.get("contexts") or []}
-    name = options.context or raw.get("current-context") or ""
+    contexts = {_plain(c).get("name"): _plain(c).get("context") or {} for c in raw.get("contexts") or []}
+    name = options.context or _current_context(paths) or ""
     if options.context and name not in contexts:
         known = ", ".join(sorted(k for k in contexts if k)) or "none"
         raise ConfigError(f"context {name!r} not found in kubeconfig (available: {known})")
@@ -112,7 +118,7 @@ def _load(options: ConnectionOptions, config) -> tuple[str, str]:
     for flag, key, section in (("cluster", "cluster", "clusters"), ("user", "user", "users")):
         value = getattr(options, flag)
         if value:
-            known = [item.get("name") for item in raw.get(section) or []]
+            known = [_plain(item).get("name") for item in raw.get(section) or []]
             if value not in known:
                 raise ConfigError(f"{flag} {value!r} not found in kubeconfig (available: {', '.join(known) or 'none'})")
             context[key] = value
@@ -126,6 +132,23 @@ def _load(options: ConnectionOptions, config) -> tuple[str, str]:
     raw["contexts"].append({"name": OVERRIDE_CONTEXT, "context": context})
     KubeConfigLoader(config_dict=merged, active_context=OVERRIDE_CONTEXT).load_and_set(config)
     return context.get("namespace") or "default", name
+
+
+def _plain(node):
+    """The merger wraps list entries in ConfigNode; read them as plain dicts."""
+    return getattr(node, "value", node)
+
+
+def _current_context(paths: list[str]) -> str | None:
+    """kubectl takes current-context from the first file that sets it."""
+    import yaml
+
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+        if isinstance(data, dict) and data.get("current-context"):
+            return data["current-context"]
+    return None
 
 
 def _load_in_cluster(options: ConnectionOptions, config) -> tuple[str, str]:

@@ -306,6 +306,8 @@ class Engine:
             return exists
         query = {"dryRun": "All"} if self.o.dry_run == "server" else None
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if query:  # with a body, the API server reads DeleteOptions from it and ignores the query
+            body["dryRun"] = ["All"]
         try:
             self.t.request("DELETE", resource.path(namespace, name), query=query, body=body)
         except ApiError as exc:

@@ -1,0 +1,74 @@
+"""Small helpers the integration tests share: create custom resources, take snapshots."""
+
+from __future__ import annotations
+
+import time
+
+from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def create(api_client, crd: dict, name: str, namespace: str | None = None, finalizers=(), **metadata) -> dict:
+    body = {
+        "apiVersion": f"{crd['group']}/{crd['version']}",
+        "kind": crd["kind"],
+        "metadata": {"name": name, "finalizers": list(finalizers), **metadata},
+        "spec": {"size": 1},
+    }
+    custom = CustomObjectsApi(api_client)
+    if namespace:
+        return custom.create_namespaced_custom_object(crd["group"], crd["version"], namespace, crd["plural"], body)
+    return custom.create_cluster_custom_object(crd["group"], crd["version"], crd["plural"], body)
+
+
+def delete(api_client, crd: dict, name: str, namespace: str | None = None) -> None:
+    custom = CustomObjectsApi(api_client)
+    if namespace:
+        custom.delete_namespaced_custom_object(crd["group"], crd["version"], namespace, crd["plural"], name)
+    else:
+        custom.delete_cluster_custom_object(crd["group"], crd["version"], crd["plural"], name)
+
+
+def snapshot(api_client, crd: dict) -> dict[tuple, tuple]:
+    """(namespace, name) -> (resourceVersion, finalizers, terminating) for every object."""
+    items = CustomObjectsApi(api_client).list_cluster_custom_object(crd["group"], crd["version"], crd["plural"])
+    return {
+        (o["metadata"].get("namespace"), o["metadata"]["name"]): (
+            o["metadata"]["resourceVersion"],
+            tuple(o["metadata"].get("finalizers") or ()),
+            bool(o["metadata"].get("deletionTimestamp")),
+        )
+        for o in items["items"]
+    }
+
+
+def crd_state(api_client, name: str):
+    """The CRD object, or None when it is gone."""
+    try:
+        return ApiextensionsV1Api(api_client).read_custom_resource_definition(name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def wait_until(what: str, check, timeout: float = 30.0, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def assert_cleanup_finalizer_untouched(crd_obj) -> None:
+    """No write of ours ever touched a CRD's finalizers: managedFields would show it."""
+    if crd_obj is None:
+        return
+    for entry in crd_obj.metadata.managed_fields or []:
+        fields = (entry.fields_v1 or {}).get("f:metadata", {})
+        assert not (entry.manager.startswith("kubectl-unfinalize") and "f:finalizers" in fields), entry
