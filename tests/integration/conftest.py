@@ -40,3 +40,6 @@ def cli(unfinalize_cmd, kube_env):
         )
 
     return run
+
+
+sys.path.insert(0, str(ROOT / "src"))  # the Python API, importable from a checkout

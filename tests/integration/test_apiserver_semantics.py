@@ -80,19 +80,13 @@ class Widgets:
 
     def create(self, name, **kw):
         body = widget(self.crd, name, **kw)
-        return self.custom.create_namespaced_custom_object(
-            *self.gvp, self.ns, self.crd["plural"], body
-        )
+        return self.custom.create_namespaced_custom_object(*self.gvp, self.ns, self.crd["plural"], body)
 
     def get(self, name):
-        return self.custom.get_namespaced_custom_object(
-            *self.gvp, self.ns, self.crd["plural"], name
-        )
+        return self.custom.get_namespaced_custom_object(*self.gvp, self.ns, self.crd["plural"], name)
 
     def delete(self, name):
-        return self.custom.delete_namespaced_custom_object(
-            *self.gvp, self.ns, self.crd["plural"], name
-        )
+        return self.custom.delete_namespaced_custom_object(*self.gvp, self.ns, self.crd["plural"], name)
 
     def merge_patch(self, name, patch):
         return self.custom.patch_namespaced_custom_object(
@@ -103,9 +97,7 @@ class Widgets:
         return gone(lambda: self.get(name))
 
 
-def test_finalizer_blocks_deletion_and_no_new_finalizers_while_deleting(
-    custom, make_crd, namespace
-):
+def test_finalizer_blocks_deletion_and_no_new_finalizers_while_deleting(custom, make_crd, namespace):
     crd = make_crd()
     widgets = Widgets(custom, crd, namespace)
     widgets.create("held", finalizers=[HOLD])
@@ -135,16 +127,18 @@ def test_crd_deletion_waits_for_instances_with_finalizers(custom, ext, make_crd,
 
     ext.delete_custom_resource_definition(crd["name"])
 
-    def terminating():
+    def deleting_instances():
+        # Terminating goes True/InstanceDeletionPending, then stays True/InProgress
+        # for as long as instances remain.
         c = ext.read_custom_resource_definition(crd["name"])
         conds = {x.type: x for x in (c.status.conditions or [])}
-        return c if "Terminating" in conds and conds["Terminating"].status == "True" else None
+        cond = conds.get("Terminating")
+        ok = cond and cond.status == "True" and cond.reason == "InstanceDeletionInProgress"
+        return c if ok else None
 
-    stuck = eventually("the CRD's Terminating condition", terminating, timeout=30)
+    stuck = eventually("the CRD's Terminating condition", deleting_instances, timeout=30)
     assert stuck.metadata.deletion_timestamp is not None
     assert CLEANUP in (stuck.metadata.finalizers or [])
-    cond = next(x for x in stuck.status.conditions if x.type == "Terminating")
-    assert cond.reason == "InstanceDeletionInProgress"
 
     # The cleanup controller has asked for the instance's deletion; the finalizer holds it.
     eventually(
@@ -181,9 +175,7 @@ def test_garbage_collector_deletes_dependents(custom, make_crd, namespace):
     eventually("the dependent to be collected", lambda: widgets.gone("dependent"), timeout=90)
 
 
-def test_namespace_terminates_only_after_finalizers_are_removed(
-    core, custom, make_crd, namespace
-):
+def test_namespace_terminates_only_after_finalizers_are_removed(core, custom, make_crd, namespace):
     crd = make_crd()
     widgets = Widgets(custom, crd, namespace)
     widgets.create("held", finalizers=[HOLD])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from crs import CLEANUP, assert_cleanup_finalizer_untouched, create, crd_state, delete, snapshot, wait_until
+from crs import CLEANUP, assert_cleanup_finalizer_untouched, crd_state, create, delete, snapshot, wait_until
 
 HOLD = "unfinalize.test/hold"
 KEEP = "other.test/keep"
@@ -37,7 +37,9 @@ def test_already_terminating_crd_is_freed_without_delete(api_client, make_crd, n
     for i in range(2):
         create(api_client, crd, f"w{i}", namespace, finalizers=[HOLD])
     kubectl("delete", "crd", crd["name"], "--wait=false")
-    stuck = wait_until("CRD terminating", lambda: (c := crd_state(api_client, crd["name"])) and c.metadata.deletion_timestamp and c)
+    stuck = wait_until(
+        "CRD terminating", lambda: (c := crd_state(api_client, crd["name"])) and c.metadata.deletion_timestamp and c
+    )
     assert CLEANUP in stuck.metadata.finalizers
     result = cli("crd", crd["name"])
     assert result.returncode == 0, result.stderr

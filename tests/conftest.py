@@ -1,0 +1,362 @@
+"""Shared fixtures.
+
+The cluster fixtures are lazy: a local control plane (tests/controlplane/cluster.py) starts
+once per session, only when a test asks for ``kubeconfig`` (directly or through
+``kube_env``/``kubectl``/``api_client``/``namespace``/``make_crd``). Set
+``UNFINALIZE_TEST_KUBECONFIG=PATH`` to use an existing cluster instead. A control plane
+that cannot start fails the tests; it never skips them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+INTEGRATION_DIR = TESTS_DIR / "integration"
+EXISTING_KUBECONFIG_ENV = "UNFINALIZE_TEST_KUBECONFIG"
+MERGE_PATCH = "application/merge-patch+json"
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def _load_controlplane():
+    name = "unfinalize_test_controlplane"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, TESTS_DIR / "controlplane" / "cluster.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+controlplane = _load_controlplane()
+_STARTUP_KEY = pytest.StashKey[float]()
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "integration: needs a Kubernetes API server (started automatically)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION_DIR in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    seconds = config.stash.get(_STARTUP_KEY, None)
+    if seconds is not None:
+        terminalreporter.write_line(f"test control plane started in {seconds:.1f}s")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """A failed kubectl run; str() includes its output."""
+
+    def __str__(self) -> str:
+        return (
+            f"{shlex.join(['kubectl', *self.cmd[1:]])} exited with {self.returncode}\n"
+            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        )
+
+
+def _find_binaries(request, names):
+    """Locate binaries, building missing ones with pytest's output capture suspended."""
+    try:
+        if not controlplane.missing_binaries(names):
+            return controlplane.find_binaries(names, build=False)
+        capman = request.config.pluginmanager.getplugin("capturemanager")
+        suspended = capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()
+        with suspended:
+            return controlplane.find_binaries(names)
+    except controlplane.ControlPlaneError as e:
+        error = str(e)
+    pytest.fail(f"cannot provide the Kubernetes binaries:\n{error}", pytrace=False)
+
+
+def _wait_for(what: str, check, timeout: float = 30.0, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Let SIGTERM interrupt pytest like Ctrl-C, so session teardown stops the cluster."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+@pytest.fixture(scope="session")
+def _control_plane(request):
+    """The session's own control plane (None when using UNFINALIZE_TEST_KUBECONFIG)."""
+    if os.environ.get(EXISTING_KUBECONFIG_ENV):
+        yield None
+        return
+    _find_binaries(request, controlplane.BINARIES)
+    with _sigterm_as_interrupt():
+        cp = controlplane.ControlPlane()
+        error = None
+        try:
+            cp.start()
+        except controlplane.ControlPlaneError as e:
+            error = str(e)
+        if error is not None:
+            pytest.fail(f"cannot start the test control plane:\n{error}", pytrace=False)
+        request.config.stash[_STARTUP_KEY] = cp.startup_seconds
+        try:
+            yield cp
+        finally:
+            cp.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(request) -> str:
+    """Path to an admin kubeconfig for the test cluster."""
+    existing = os.environ.get(EXISTING_KUBECONFIG_ENV)
+    if existing:
+        path = Path(existing).expanduser()
+        if not path.is_file():
+            pytest.fail(f"{EXISTING_KUBECONFIG_ENV}={existing}: no such file", pytrace=False)
+        return str(path.resolve())
+    return request.getfixturevalue("_control_plane").kubeconfig
+
+
+@pytest.fixture(scope="session")
+def bin_dir(request) -> str:
+    """Directory holding the built kubectl (v1.36.3, or $KUBEBUILDER_ASSETS's)."""
+    return str(_find_binaries(request, ("kubectl",))["kubectl"].parent)
+
+
+@pytest.fixture(scope="session")
+def kube_env(kubeconfig, bin_dir, tmp_path_factory) -> dict[str, str]:
+    """os.environ plus KUBECONFIG, PATH (bin_dir first), NO_COLOR=1, a private KUBECACHEDIR."""
+    env = dict(os.environ)
+    env["KUBECONFIG"] = kubeconfig
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env["NO_COLOR"] = "1"
+    env["KUBECACHEDIR"] = str(tmp_path_factory.mktemp("kube-cache"))
+    return env
+
+
+@pytest.fixture(scope="session")
+def kubectl(bin_dir, kube_env):
+    """kubectl(*args, input=None, check=True, timeout=60) -> CompletedProcess (text)."""
+    exe = os.path.join(bin_dir, "kubectl")
+
+    def run(*args, input=None, check=True, timeout=60):
+        cmd = [exe, *map(str, args)]
+        proc = subprocess.run(cmd, input=input, env=kube_env, text=True, capture_output=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise KubectlError(proc.returncode, cmd, proc.stdout, proc.stderr)
+        return proc
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def api_client(kubeconfig):
+    """A kubernetes.client.ApiClient for the kubeconfig's current context."""
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=kubeconfig)
+    yield client
+    with contextlib.suppress(Exception):
+        client.close()
+
+
+@pytest.fixture
+def namespace(api_client):
+    """A fresh namespace ``ut-<random>``; deleted (without waiting) afterwards."""
+    from kubernetes.client import CoreV1Api
+    from kubernetes.client.exceptions import ApiException
+
+    core = CoreV1Api(api_client)
+    name = f"ut-{secrets.token_hex(4)}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"unfinalize.test/fixture": "namespace"}}})
+    yield name
+    with contextlib.suppress(ApiException):
+        core.delete_namespace(name)
+
+
+@pytest.fixture
+def make_crd(api_client):
+    """Factory creating an Established CRD in a unique group; see ``make`` below.
+
+    At teardown the objects of each CRD lose their finalizers and the CRD is deleted
+    (best effort). The CRD's own cleanup finalizer is never touched.
+    """
+    from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
+
+    ext = ApiextensionsV1Api(api_client)
+    custom = CustomObjectsApi(api_client)
+    created: list[dict] = []
+
+    def make(
+        kind="Widget",
+        plural=None,
+        scope="Namespaced",
+        short_names=(),
+        group=None,
+        versions=("v1",),
+        labels=None,
+    ) -> dict:
+        singular = kind.lower()
+        plural = plural or singular + "s"
+        group = group or f"t{secrets.token_hex(4)}.unfinalize.test"
+        versions = [versions] if isinstance(versions, str) else list(versions)
+        name = f"{plural}.{group}"
+        schema = {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                },
+            }
+        }
+        names = {"plural": plural, "singular": singular, "kind": kind, "listKind": kind + "List"}
+        if short_names:
+            names["shortNames"] = list(short_names)
+        body = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "labels": dict(labels or {})},
+            "spec": {
+                "group": group,
+                "scope": scope,
+                "names": names,
+                "versions": [
+                    {
+                        "name": v,
+                        "served": True,
+                        "storage": i == 0,
+                        "schema": schema,
+                        "subresources": {"status": {}},
+                    }
+                    for i, v in enumerate(versions)
+                ],
+            },
+        }
+        ext.create_custom_resource_definition(body)
+        info = {
+            "name": name,
+            "group": group,
+            "version": versions[0],
+            "versions": tuple(versions),
+            "plural": plural,
+            "kind": kind,
+            "singular": singular,
+            "scope": scope,
+            "api_version": f"{group}/{versions[0]}",
+        }
+        created.append(info)
+
+        def established():
+            crd = ext.read_custom_resource_definition(name)
+            conditions = (crd.status and crd.status.conditions) or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        _wait_for(f"CRD {name} to be Established", established)
+        for v in versions:  # and served in discovery
+            _wait_for(
+                f"{group}/{v} discovery to list {plural}",
+                lambda v=v: _discovery_lists(custom, group, v, plural),
+            )
+        return info
+
+    yield make
+    for info in reversed(created):
+        _delete_crd(ext, custom, info)
+
+
+def _discovery_lists(custom, group: str, version: str, plural: str) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        resources = custom.get_api_resources(group, version).resources
+    except ApiException:
+        return False
+    return any(r.name == plural for r in resources or ())
+
+
+def _strip_finalizers(custom, info: dict) -> None:
+    """Merge-patch finalizers away from every object of the CRD (all namespaces)."""
+    from kubernetes.client.exceptions import ApiException
+
+    group, version, plural = info["group"], info["version"], info["plural"]
+    try:
+        items = custom.list_cluster_custom_object(group, version, plural)["items"]
+    except ApiException:
+        return
+    patch = {"metadata": {"finalizers": None}}
+    for obj in items:
+        meta = obj.get("metadata", {})
+        if not meta.get("finalizers"):
+            continue
+        with contextlib.suppress(ApiException):
+            if meta.get("namespace"):
+                custom.patch_namespaced_custom_object(
+                    group, version, meta["namespace"], plural, meta["name"], patch, _content_type=MERGE_PATCH
+                )
+            else:
+                custom.patch_cluster_custom_object(
+                    group, version, plural, meta["name"], patch, _content_type=MERGE_PATCH
+                )
+
+
+def _delete_crd(ext, custom, info: dict, timeout: float = 20.0) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    _strip_finalizers(custom, info)
+    try:
+        ext.delete_custom_resource_definition(info["name"])
+    except ApiException as e:
+        if e.status == 404:
+            return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ext.read_custom_resource_definition(info["name"])
+        except ApiException as e:
+            if e.status == 404:
+                return
+        _strip_finalizers(custom, info)  # objects created or re-finalized meanwhile
+        time.sleep(0.2)
