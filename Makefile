@@ -3,7 +3,49 @@ PYTHON ?= .venv/bin/python
 CLUSTER_DIR ?= .cluster
 CLUSTER := $(PYTHON) tests/controlplane/cluster.py
 
-.PHONY: cluster cluster-down cluster-status
+.PHONY: cluster cluster-down cluster-status test setup controlplane lint format test-unit test-integration demo bench
+
+## setup: create .venv and install the locked development requirements (idempotent)
+setup: .venv/.installed
+.venv/.installed: requirements-dev.txt packaging/requirements-build.txt
+	test -x .venv/bin/python || python3 -m venv .venv
+	.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+## controlplane: build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, krew
+controlplane:
+	tests/controlplane/build.sh >/dev/null
+
+## lint: ruff check and format check
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+## format: apply ruff's formatting and safe fixes
+format: setup
+	.venv/bin/ruff check --fix .
+	.venv/bin/ruff format .
+
+## test-unit: fast tests, no cluster
+test-unit: setup
+	$(PYTHON) -m pytest tests/unit
+
+## test-integration: against a throwaway local control plane (or UNFINALIZE_TEST_KUBECONFIG)
+test-integration: setup controlplane
+	$(PYTHON) -m pytest tests/integration
+
+## test: everything CI runs: lint, unit and integration tests, the built binary through kubectl and krew
+test: setup controlplane lint lint-workflows binary
+	CI=$${CI:-1} $(PYTHON) -m pytest tests
+	CI=$${CI:-1} UNFINALIZE_BINARY=dist/kubectl-unfinalize $(PYTHON) -m pytest tests/integration/test_operator.py -k stopped_operator
+
+## demo: reproduce the teardown hang on a local control plane, then fix it
+demo: setup controlplane
+	PYTHON=$(PYTHON) scripts/demo.sh
+
+## bench: kubectl-unfinalize against a kubectl patch loop (N=1000 and 10000 by default)
+bench: setup controlplane
+	$(PYTHON) scripts/benchmark.py $(BENCH_ARGS)
 
 ## cluster: start a local control plane in the background ($(CLUSTER_DIR)/kubeconfig)
 cluster:
@@ -16,3 +58,28 @@ cluster-down:
 ## cluster-status: show whether it runs and how to use it
 cluster-status:
 	$(CLUSTER) status --dir $(CLUSTER_DIR)
+
+# ---------------------------------------------------------------- release packaging
+TAG ?= v$(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/kubectl_unfinalize/_version.py)
+
+.PHONY: binary man krew-manifest lint-workflows test-packaging
+
+## binary: reproducible one-file build: dist/kubectl-unfinalize and dist/kubectl-unfinalize_<os>_<arch>.tar.gz(.sha256)
+binary: setup
+	PYTHON=$(PYTHON) packaging/build-binary.sh
+
+## man: the man page from the argparse parser: build/man/kubectl-unfinalize.1
+man: setup
+	$(PYTHON) packaging/build-man.py
+
+## krew-manifest: krew-manifest.yaml rendered for the local archive: dist/unfinalize.yaml (TAG=$(TAG))
+krew-manifest: binary
+	$(PYTHON) packaging/render-krew-manifest.py $(TAG) dist/kubectl-unfinalize_*.tar.gz
+
+## lint-workflows: actionlint on .github/workflows
+lint-workflows: controlplane
+	"$$(tests/controlplane/build.sh)/actionlint"
+
+## test-packaging: man page, completion, krew install and binary tests (make binary first)
+test-packaging: setup controlplane
+	$(PYTHON) -m pytest tests/packaging

@@ -162,9 +162,7 @@ def _store(state: _State, action: argparse.Action, value: object) -> None:
         state.values[action.dest] = value
 
 
-def _values(
-    action: argparse.Action, prefix: str, lead: str, state: _State, lister: Lister
-) -> tuple[list[str], int]:
+def _values(action: argparse.Action, prefix: str, lead: str, state: _State, lister: Lister) -> tuple[list[str], int]:
     if action.dest in FILE_OPTIONS:
         return [], DIRECTIVE_DEFAULT
     if action.choices:
@@ -223,9 +221,7 @@ def list_names(kind: str, values: dict) -> list[str]:
     if isinstance(options.insecure_skip_tls_verify, str):
         options.insecure_skip_tls_verify = options.insecure_skip_tls_verify.lower() in ("true", "1", "yes")
     transport = connect(options)
-    path = (
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
-    )
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
     body = transport.request("GET", path, accept=METADATA_LIST)
     return [item["metadata"]["name"] for item in (body or {}).get("items") or []]
 

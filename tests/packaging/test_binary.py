@@ -1,0 +1,64 @@
+"""The one-file binary and its release archive."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import subprocess
+import tarfile
+
+from pkgtest import ROOT, clean_env
+
+from kubectl_unfinalize._version import __version__
+
+
+def run(binary, tmp_path, *args):
+    # no Python of ours, no kubeconfig, no site-packages: only what the binary carries
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, env=clean_env(tmp_path), timeout=60)
+
+
+def test_version_and_help_without_any_python_environment(binary, tmp_path):
+    version = run(binary, tmp_path, "--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith(f"kubectl-unfinalize {__version__} (python ")
+    assert "kubernetes client unknown" not in version.stdout  # the metadata is bundled
+    helped = run(binary, tmp_path, "--help")
+    assert helped.returncode == 0 and "--dry-run" in helped.stdout
+
+
+def test_a_run_reaches_the_kubernetes_client(binary, tmp_path):
+    """Exercises the lazily imported modules (connection, kubernetes.config): a config error, not an ImportError."""
+    result = run(binary, tmp_path, "crd", "widgets", "--kubeconfig", str(tmp_path / "missing"))
+    assert (result.returncode, result.stderr.strip()) == (2, f"error: kubeconfig not found: {tmp_path / 'missing'}")
+    (tmp_path / "config").write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    result = run(binary, tmp_path, "crd", "widgets", "--kubeconfig", str(tmp_path / "config"))
+    assert result.returncode == 1 and "cannot reach the API server" in result.stderr, result.stderr
+
+
+def test_binary_completes(binary, tmp_path):
+    result = run(binary, tmp_path, "__complete", "crd", "x", "-o", "")
+    assert (result.returncode, result.stdout) == (0, "text\nname\njson\nyaml\n:4\n")
+
+
+def test_archive_is_deterministic_and_complete(binary, archive, tmp_path):
+    raw = archive.read_bytes()
+    assert raw[4:8] == b"\0\0\0\0" and raw[3] & 0x08 == 0  # gzip: no mtime, no file name (gzip -n)
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        names = [m.name for m in members]
+        assert names == sorted(names)
+        assert set(names) == {"LICENSE", "kubectl-unfinalize", "kubectl-unfinalize.1", "kubectl_complete-unfinalize"}
+        assert len({m.mtime for m in members}) == 1
+        for member in members:
+            assert (member.uid, member.gid, member.uname, member.gname) == (0, 0, "", "")
+            assert member.mode == (0o755 if member.name.startswith("kubectl") and "." not in member.name else 0o644)
+        assert tar.extractfile("kubectl-unfinalize").read() == binary.read_bytes()
+        assert tar.extractfile("LICENSE").read() == (ROOT / "LICENSE").read_bytes()
+        assert tar.extractfile("kubectl-unfinalize.1").read().startswith(b".TH KUBECTL\\-UNFINALIZE")
+    digest, name = archive.with_name(archive.name + ".sha256").read_text().split()
+    assert (digest, name) == (hashlib.sha256(raw).hexdigest(), archive.name)
+    assert gzip.decompress(raw)  # and it is a valid stream

@@ -1,0 +1,242 @@
+"""Shell completion: cobra's __complete protocol as kubectl (>= 1.26) drives it for plugins."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from pkgtest import ROOT, clean_env
+
+from kubectl_unfinalize import completion
+from kubectl_unfinalize.cli import build_parser, main
+from kubectl_unfinalize.errors import Unreachable
+
+NO_FILE, FILES = 4, 0
+CRDS = ["gadgets.example.com", "widgets.example.com", "daskclusters.kubernetes.dask.org"]
+
+
+class FakeCluster:
+    """Stands in for list_names: records what it was asked, answers from a fixed list."""
+
+    def __init__(self, names=None, error=None):
+        self.calls = []
+        self.names = CRDS if names is None else names
+        self.error = error
+
+    def __call__(self, kind, values):
+        self.calls.append((kind, dict(values)))
+        if self.error:
+            raise self.error
+        return {"crds": self.names, "namespaces": ["default", "team-a"], "contexts": ["dev", "prod"]}[kind]
+
+
+def complete(*args, cluster=None):
+    *words, to_complete = args
+    lines, directive = completion.complete(words, to_complete, cluster or FakeCluster())
+    return [line.split("\t")[0] for line in lines], directive
+
+
+def test_first_word_is_the_crd_subcommand():
+    assert complete("") == (["crd"], NO_FILE)
+    assert complete("c") == (["crd", "crds", "customresourcedefinition", "customresourcedefinitions"], NO_FILE)
+    assert complete("customresourcedefinitions", "-f", "x", "") == ([], NO_FILE)
+    assert complete("pods", "") == ([], NO_FILE)
+
+
+def test_crd_names_come_from_the_cluster_without_those_already_typed():
+    cluster = FakeCluster()
+    assert complete("crd", "", cluster=cluster) == (sorted(CRDS), NO_FILE)
+    assert complete("crd", "w", cluster=cluster) == (["widgets.example.com"], NO_FILE)
+    assert complete("crd", "widgets.example.com", "", cluster=cluster) == (
+        ["daskclusters.kubernetes.dask.org", "gadgets.example.com"],
+        NO_FILE,
+    )
+    assert [kind for kind, _ in cluster.calls] == ["crds"] * 3
+
+
+def test_connection_flags_in_the_words_reach_the_cluster_lookup():
+    cluster = FakeCluster()
+    complete("--kubeconfig", "/k/config", "crd", "--context=prod", "--as", "me", "--as-group", "g", "", cluster=cluster)
+    assert cluster.calls == [
+        ("crds", {"kubeconfig": "/k/config", "context": "prod", "as_user": "me", "as_group": ["g"]}),
+    ]
+
+
+def test_flags_come_from_the_parser():
+    lines, directive = completion.complete(["crd"], "-", FakeCluster())
+    offered = {line.split("\t")[0] for line in lines}
+    every = {s for action in build_parser()._actions for s in action.option_strings}
+    assert offered == every and directive == NO_FILE
+    assert all("\t" in line and line.split("\t")[1] for line in lines)  # each with a description
+    assert complete("crd", "--o") == (["--only-terminating", "--output"], NO_FILE)
+    assert complete("crd", "x", "--dry-run", "-") == complete("crd", "x", "--dry-run=client", "-")
+
+
+def test_flags_given_once_are_not_offered_again_but_repeatable_ones_are():
+    offered, _ = complete("crd", "x", "--delete", "--finalizer", "a/b", "-qo", "json", "--")
+    assert "--delete" not in offered and "--quiet" not in offered and "--output" not in offered
+    assert "--finalizer" in offered and "--dry-run" in offered
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        (("crd", "x", "-o", ""), ["text", "name", "json", "yaml"]),
+        (("crd", "x", "--output", "j"), ["json"]),
+        (("crd", "x", "--output=y"), ["--output=yaml"]),
+        (("crd", "x", "-oj"), ["-ojson"]),
+        (("crd", "x", "-qo", ""), ["text", "name", "json", "yaml"]),
+        (("crd", "x", "--dry-run", ""), ["none", "client", "server"]),
+        (("crd", "x", "--dry-run="), ["--dry-run=none", "--dry-run=client", "--dry-run=server"]),
+        (("crd", "x", "--delete", "--wait="), ["--wait=true", "--wait=false"]),
+        (("crd", "x", "--insecure-skip-tls-verify", "f"), ["false"]),
+        (("crd", "x", "-n", ""), ["default", "team-a"]),
+        (("crd", "x", "--context", "p"), ["prod"]),
+        (("crd", "x", "--group", ""), []),
+        (("crd", "x", "--timeout", ""), []),
+    ],
+)
+def test_flag_values(words, expected):
+    assert complete(*words) == (expected, NO_FILE)
+
+
+def test_path_flags_fall_back_to_file_completion():
+    for flag in ("-f", "--filename", "--kubeconfig", "--certificate-authority", "--client-key"):
+        assert complete(flag, "") == ([], FILES), flag
+
+
+def test_after_a_flag_with_optional_value_a_crd_name_is_not_offered():
+    # argparse would take the next word as the value of --dry-run, so offer only values
+    assert complete("crd", "--dry-run", "") == (["none", "client", "server"], NO_FILE)
+    assert complete("crd", "--dry-run", "server", "") == (sorted(CRDS), NO_FILE)
+
+
+def test_after_double_dash_everything_is_a_name():
+    assert complete("crd", "--", "-") == ([], NO_FILE)
+
+
+def test_cluster_errors_give_no_candidates():
+    assert complete("crd", "", cluster=FakeCluster(error=Unreachable("down"))) == ([], NO_FILE)
+    assert complete("crd", "x", "-n", "", cluster=FakeCluster(error=RuntimeError("boom"))) == ([], NO_FILE)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _kubeconfig(path, server: str) -> str:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t0ken"}}],
+                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "ctx",
+            }
+        )
+    )
+    return str(path)
+
+
+def test_unreachable_cluster_prints_only_the_directive(tmp_path):
+    kubeconfig = _kubeconfig(tmp_path / "config", f"https://127.0.0.1:{_closed_port()}")
+    with pytest.raises(Unreachable):  # the lookup really goes to the network ...
+        completion.list_names("crds", {"kubeconfig": kubeconfig})
+    started = time.monotonic()
+    result = subprocess.run(  # ... and the completer stays silent about it
+        [sys.executable, "-m", "kubectl_unfinalize.completion", "crd", "--kubeconfig", kubeconfig, ""],
+        capture_output=True,
+        text=True,
+        env=clean_env(tmp_path, PYTHONPATH=str(ROOT / "src")),
+        timeout=30,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
+    assert time.monotonic() - started < 5
+
+
+def test_no_kubeconfig_at_all_prints_only_the_directive(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert main(["__complete", "crd", ""]) == 0
+    assert capsys.readouterr() == (":4\n", "")
+
+
+class _ApiServer(http.server.BaseHTTPRequestHandler):
+    requests: list = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        type(self).requests.append((self.path, self.headers.get("Accept"), self.headers.get("Authorization")))
+        names = {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions": CRDS, "/api/v1/namespaces": ["default"]}
+        body = json.dumps({"items": [{"metadata": {"name": n}} for n in names.get(self.path, [])]}).encode()
+        self.send_response(200 if self.path in names else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_one_metadata_only_list_request_per_completion(tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = _kubeconfig(tmp_path / "config", f"http://127.0.0.1:{server.server_address[1]}")
+        _ApiServer.requests.clear()
+        assert completion.list_names("crds", {"kubeconfig": kubeconfig}) == CRDS
+        assert completion.list_names("namespaces", {"kubeconfig": kubeconfig, "token": "other"}) == ["default"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    (crd_path, accept, auth), (ns_path, _, ns_auth) = _ApiServer.requests
+    assert crd_path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert accept.startswith("application/json;as=PartialObjectMetadataList")
+    assert (auth, ns_auth) == ("Bearer t0ken", "Bearer other")
+    assert ns_path == "/api/v1/namespaces"
+
+
+def test_contexts_come_from_the_kubeconfig(tmp_path):
+    kubeconfig = _kubeconfig(tmp_path / "config", "https://127.0.0.1:1")
+    assert completion.list_names("contexts", {"kubeconfig": kubeconfig}) == ["ctx"]
+
+
+def test_completion_script_through_a_symlink(tmp_path):
+    """The root script finds ./kubectl-unfinalize next to its real path and runs __complete."""
+    link = tmp_path / "kubectl_complete-unfinalize"
+    link.symlink_to(ROOT / "kubectl_complete-unfinalize")
+    path = os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"])  # python3 = this venv
+    result = subprocess.run(
+        [str(link), "crd", "x", "--dry-run="], capture_output=True, text=True, env=clean_env(tmp_path, path)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "--dry-run=none\n--dry-run=client\n--dry-run=server\n:4\n"
+
+
+def test_kubectl_runs_the_completion_executable(tools, tmp_path):
+    """The built kubectl finds kubectl_complete-unfinalize on PATH and relays its answer."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    for name in ("kubectl-unfinalize", "kubectl_complete-unfinalize"):
+        (plugins / name).symlink_to(ROOT / name)
+    path = os.pathsep.join([str(plugins), str(tools), os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+    result = subprocess.run(
+        [str(tools / "kubectl"), "__complete", "unfinalize", "crd", "x", "--output="],
+        capture_output=True,
+        text=True,
+        env=clean_env(tmp_path, path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["--output=text", "--output=name", "--output=json", "--output=yaml", ":4"]
