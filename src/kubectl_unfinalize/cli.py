@@ -215,22 +215,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err(f"error: {exc} (see --help)")
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        from .errors import ClusterError, ConfigError, InputError, UnfinalizeError
+        from .errors import ConfigError, InputError, UnfinalizeError
 
-        if verbose or not isinstance(exc, UnfinalizeError):
+        if verbose:
             import traceback
 
-            if verbose:
-                traceback.print_exc()
-            elif not isinstance(exc, UnfinalizeError):
-                _err(f"error: unexpected {type(exc).__name__}: {exc} (run with -v for details)")
-                return EXIT_FAILED
-        _err(f"error: {exc}")
-        if isinstance(exc, (InputError, ConfigError)):
-            return EXIT_USAGE
-        if isinstance(exc, ClusterError):
+            traceback.print_exc()
+        if not isinstance(exc, UnfinalizeError):
+            hint = "" if verbose else " (run with -v for details)"
+            _err(f"error: unexpected {type(exc).__name__}: {exc}{hint}")
             return EXIT_FAILED
-        return EXIT_FAILED
+        _err(f"error: {exc}")
+        return EXIT_USAGE if isinstance(exc, (InputError, ConfigError)) else EXIT_FAILED
 
 
 def _err(text: str) -> None:
@@ -289,7 +285,7 @@ def _run(args: argparse.Namespace, names: list[str]) -> int:
         request_timeout=parse_duration(args.request_timeout) if args.request_timeout else None,
     )
     color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
-    progress = None if args.quiet or args.output in ("json", "yaml") and not sys.stderr.isatty() else ProgressDisplay()
+    progress = None if args.quiet else ProgressDisplay()
 
     def on_outcome(outcome) -> None:
         if args.output in ("json", "yaml"):

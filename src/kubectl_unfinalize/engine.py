@@ -8,6 +8,7 @@ until everything is gone or the deadline passes.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -88,6 +89,7 @@ class Engine:
         self._seen: set[tuple] = set()
         self._done = 0
         self._total = 0
+        self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- public
     def run(self, targets: Targets) -> Report:
@@ -102,14 +104,14 @@ class Engine:
         with ThreadPoolExecutor(max_workers=max(1, self.o.concurrency)) as pool:
             self._pool = pool
             if self.o.delete:
-                crds = [c for c in crds if self._delete(CRD_RESOURCE, c.name, None)]
-                objects = [ref for ref in objects if self._delete(ref.resource, ref.name, ref.namespace)]
+                crds = self._keep(crds, lambda c: self._delete(CRD_RESOURCE, c.name, None))
+                objects = self._keep(objects, lambda r: self._delete(r.resource, r.name, r.namespace))
             while True:
                 self._pass(crds, objects)
                 if not (self.o.delete and self.o.wait) or self.o.dry_run:
                     break
-                crds = [c for c in crds if self._exists(CRD_RESOURCE, c.name, None)]
-                objects = [r for r in objects if self._exists(r.resource, r.name, r.namespace)]
+                crds = self._keep(crds, lambda c: self._exists(CRD_RESOURCE, c.name, None))
+                objects = self._keep(objects, lambda r: self._exists(r.resource, r.name, r.namespace))
                 if not crds and not objects:
                     break
                 if deadline and time.monotonic() >= deadline:
@@ -170,6 +172,10 @@ class Engine:
                     f"forbidden: {self._whoami()}cannot {verb} {target} {where} (RBAC); nothing was changed"
                 )
 
+    def _keep(self, things: list, predicate: Callable) -> list:
+        """Filter with the API calls made concurrently (a manifest may name many objects)."""
+        return [thing for thing, keep in zip(things, list(self._pool.map(predicate, things)), strict=True) if keep]
+
     # --------------------------------------------------------------- passes
     def _pass(self, crds: list[CRD], objects: list[ObjectRef]) -> None:
         inflight: set[Future] = set()
@@ -198,8 +204,7 @@ class Engine:
                 self._seen.add(item.key)
                 if self._wanted(item):
                     yield item
-        for ref in objects:
-            item = self._get(ref)
+        for ref, item in zip(objects, self._pool.map(self._get, objects), strict=True):
             if item is None:
                 if not self.o.delete:  # with --delete, _delete already reported it
                     self._record((ref,), _outcome_for_ref(ref, "gone", "not found", self.o.dry_run), first_only=True)
@@ -396,14 +401,17 @@ class Engine:
         )
 
     def _record(self, key: tuple, outcome: Outcome, first_only: bool = False) -> None:
-        previous = self._outcomes.get(key)
-        if previous is not None:
-            if first_only or (previous.action == outcome.action and previous.finalizers == outcome.finalizers):
-                return
-            if previous.action == "unfinalized" and outcome.action == "gone":
-                return
-        self._outcomes[key] = outcome
-        self._on_outcome(outcome)
+        """Keep one outcome per object; tell the listener when it changes. Thread-safe:
+        deletes and existence checks run on the worker threads."""
+        with self._lock:
+            previous = self._outcomes.get(key)
+            if previous is not None:
+                if first_only or (previous.action == outcome.action and previous.finalizers == outcome.finalizers):
+                    return
+                if previous.action == "unfinalized" and outcome.action == "gone":
+                    return
+            self._outcomes[key] = outcome
+            self._on_outcome(outcome)
 
     def _whoami(self) -> str:
         try:

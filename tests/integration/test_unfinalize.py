@@ -137,3 +137,106 @@ def test_crd_label_selector_and_cluster_scoped(api_client, make_crd, cli):
         f"cluster.{crd['group']}/c1",
     ]
     assert crd_state(api_client, crd["name"]) is None
+
+
+def _interactive(cmd: list[str], env: dict, answer: str) -> tuple[int, str]:
+    """Run cmd on a pseudo-terminal, answer the prompt, return (exit code, everything shown)."""
+    import os
+    import pty
+    import subprocess
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    shown, answered, deadline = b"", False, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not answered and b"Continue? [y/N]" in shown:
+            os.write(master, answer.encode() + b"\n")
+            answered = True
+    os.close(master)
+    return proc.wait(timeout=30), shown.decode(errors="replace")
+
+
+@pytest.mark.parametrize("answer", ["n", "y"])
+def test_interactive_shows_the_plan_and_asks(api_client, make_crd, namespace, unfinalize_cmd, cli_env, answer):
+    crd = make_crd()
+    create(api_client, crd, "w", namespace, finalizers=[HOLD])
+    before = snapshot(api_client, crd)
+    code, shown = _interactive([*unfinalize_cmd, "crd", crd["name"], "-i"], cli_env, answer)
+    assert code == 0, shown
+    assert f"customresourcedefinition.apiextensions.k8s.io/{crd['name']}" in shown
+    if answer == "n":
+        assert "aborted: nothing was changed" in shown
+        assert snapshot(api_client, crd) == before
+    else:
+        assert snapshot(api_client, crd)[(namespace, "w")][1] == ()
+
+
+def test_only_terminating_field_selector_and_yaml_output(api_client, make_crd, namespace, cli):
+    crd = make_crd()
+    for name in ("live", "dying", "other-dying"):
+        create(api_client, crd, name, namespace, finalizers=[HOLD])
+    delete(api_client, crd, "dying", namespace)
+    delete(api_client, crd, "other-dying", namespace)
+    result = cli("crd", crd["name"], "--only-terminating", "--field-selector", "metadata.name=dying", "-o", "yaml")
+    assert result.returncode == 0, result.stderr
+    import yaml
+
+    report = yaml.safe_load(result.stdout)
+    assert [(i["name"], i["action"]) for i in report["items"]] == [("dying", "unfinalized")]
+    after = snapshot(api_client, crd)
+    assert (namespace, "dying") not in after
+    assert after[(namespace, "live")][1] == (HOLD,) and after[(namespace, "other-dying")][1] == (HOLD,)
+
+
+def test_manifest_objects_are_freed_and_deleted_and_missing_ones_skipped(
+    api_client, make_crd, namespace, cli, kubectl, tmp_path
+):
+    import yaml
+
+    crd = make_crd()
+    create(api_client, crd, "declared", namespace, finalizers=[HOLD])
+    create(api_client, crd, "undeclared", namespace, finalizers=[HOLD])
+    kubectl("create", "configmap", "settings", "-n", namespace)
+    kubectl(
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        f'{{"metadata":{{"finalizers":["{HOLD}"]}}}}',
+    )
+    docs = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}},
+        {
+            "apiVersion": crd["api_version"],
+            "kind": crd["kind"],
+            "metadata": {"name": "declared", "namespace": namespace},
+        },
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gone.example.com"},
+        },
+        {"apiVersion": "nothing.example.com/v1", "kind": "Ghost", "metadata": {"name": "boo"}},
+    ]
+    (tmp_path / "app.yaml").write_text(yaml.safe_dump_all(docs))
+    result = cli("-f", tmp_path / "app.yaml", "-n", namespace, "--delete", "--timeout", "60s")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"configmap/settings unfinalized (namespace {namespace}; removed {HOLD})" in result.stdout
+    assert "customresourcedefinition.apiextensions.k8s.io/gone.example.com not found (skipped)" in result.stderr
+    assert "ghost.nothing.example.com/boo not found (skipped)" in result.stderr
+    assert kubectl("get", "configmap", "settings", "-n", namespace, check=False).returncode != 0
+    after = snapshot(api_client, crd)
+    assert (namespace, "declared") not in after
+    assert after[(namespace, "undeclared")][1] == (HOLD,)  # not in the manifest: untouched
