@@ -90,6 +90,7 @@ class Engine:
         self._done = 0
         self._total = 0
         self._lock = threading.Lock()
+        self._deadline: float | None = None
 
     # ----------------------------------------------------------------- public
     def run(self, targets: Targets) -> Report:
@@ -99,7 +100,7 @@ class Engine:
         timeout = self.o.timeout
         if timeout is None and self.o.delete:
             timeout = DEFAULT_DELETE_TIMEOUT
-        deadline = started + timeout if timeout else None
+        self._deadline = deadline = started + timeout if timeout else None
         crds, objects = list(targets.crds), list(targets.objects)
         with ThreadPoolExecutor(max_workers=max(1, self.o.concurrency)) as pool:
             self._pool = pool
@@ -107,7 +108,9 @@ class Engine:
                 crds = self._keep(crds, lambda c: self._delete(CRD_RESOURCE, c.name, None))
                 objects = self._keep(objects, lambda r: self._delete(r.resource, r.name, r.namespace))
             while True:
-                self._pass(crds, objects)
+                if not self._pass(crds, objects):
+                    report.timed_out = True
+                    break
                 if not (self.o.delete and self.o.wait) or self.o.dry_run:
                     break
                 crds = self._keep(crds, lambda c: self._exists(CRD_RESOURCE, c.name, None))
@@ -119,7 +122,7 @@ class Engine:
                     self._diagnose(crds, objects)
                     break
                 time.sleep(self.o.poll)
-            if not self.o.delete and not self.o.dry_run:
+            if not self.o.delete and not self.o.dry_run and not report.timed_out:
                 self._final_check(crds, objects)
         report.outcomes = list(self._outcomes.values())
         report.scanned = len(self._seen)
@@ -144,43 +147,50 @@ class Engine:
                 checks.append(("patch", ref.resource, ref.namespace, ref.name))
                 if self.o.delete:
                     checks.append(("delete", ref.resource, ref.namespace, ref.name))
-        for verb, resource, namespace, name in dict.fromkeys(checks):
-            attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
-            if namespace:
-                attributes["namespace"] = namespace
-            if name:
-                attributes["name"] = name
-            body = {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": attributes},
-            }
-            try:
-                review = self.t.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
-            except ApiError:
-                return  # cannot ask; the real requests will report what is refused
-            if not (review.get("status") or {}).get("allowed"):
-                where = (
-                    f"in namespace {namespace}"
-                    if namespace
-                    else "cluster-wide"
-                    if not resource.namespaced
-                    else "in all namespaces"
-                )
+        checks = list(dict.fromkeys(checks))
+        with ThreadPoolExecutor(max_workers=max(1, self.o.concurrency)) as pool:
+            answers = list(pool.map(lambda check: self._allowed(*check), checks))
+        for (verb, resource, namespace, name), allowed in zip(checks, answers, strict=True):
+            if not allowed:
+                where = f"in namespace {namespace}" if namespace else "in all namespaces"
+                if not resource.namespaced:
+                    where = "cluster-wide"
                 target = f"{resource.qualified}/{name}" if name else resource.qualified
                 raise PermissionDenied(
                     f"forbidden: {self._whoami()}cannot {verb} {target} {where} (RBAC); nothing was changed"
                 )
+
+    def _allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
+        attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
+        if namespace:
+            attributes["namespace"] = namespace
+        if name:
+            attributes["name"] = name
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        try:
+            review = self.t.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
+        except ApiError:
+            return True  # cannot ask; the real requests will report what is refused
+        return bool((review.get("status") or {}).get("allowed"))
 
     def _keep(self, things: list, predicate: Callable) -> list:
         """Filter with the API calls made concurrently (a manifest may name many objects)."""
         return [thing for thing, keep in zip(things, list(self._pool.map(predicate, things)), strict=True) if keep]
 
     # --------------------------------------------------------------- passes
-    def _pass(self, crds: list[CRD], objects: list[ObjectRef]) -> None:
+    def _pass(self, crds: list[CRD], objects: list[ObjectRef]) -> bool:
+        """One list-and-patch sweep; False when the deadline cut it short."""
         inflight: set[Future] = set()
         limit = self.o.concurrency * 4
+        complete = True
         for item in self._candidates(crds, objects):
+            if self._deadline and time.monotonic() >= self._deadline:
+                complete = False
+                break
             self._total += 1
             inflight.add(self._pool.submit(self._unfinalize, item))
             if len(inflight) >= limit:
@@ -189,6 +199,7 @@ class Engine:
         while inflight:
             done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
             self._collect(done)
+        return complete
 
     def _collect(self, futures: set[Future]) -> None:
         for future in futures:

@@ -100,3 +100,10 @@ def test_failed_patch_is_reported_not_raised():
     report = run(t)
     assert not report.ok
     assert report.failed[0].message.startswith("rejected by an admission webhook")
+
+
+def test_timeout_bounds_a_single_pass_too():
+    t = ScriptedTransport([{"items": [obj(f"o{i}", ["x"]) for i in range(50)], "metadata": {}}])
+    report = run(t, timeout=1e-9)
+    assert report.timed_out and not report.ok
+    assert not [c for c in t.calls if c[0] == "PATCH"]

@@ -1,0 +1,73 @@
+"""Connection rules that need no cluster: kubeconfig precedence, flags, in-cluster."""
+
+import pytest
+import yaml
+
+from kubectl_unfinalize.connection import ConnectionOptions, connect
+from kubectl_unfinalize.errors import ConfigError
+
+
+def kubeconfig(path, server, context="ctx", namespace=None, token="t0"):
+    # kubectl keeps the first file's entry when names repeat: give each file its own names
+    ctx = {"cluster": f"c-{context}", "user": f"u-{context}", **({"namespace": namespace} if namespace else {})}
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": f"c-{context}", "cluster": {"server": server}}],
+        "users": [{"name": f"u-{context}", "user": {"token": token}}],
+        "contexts": [{"name": context, "context": ctx}],
+    }))  # fmt: skip
+    return str(path)
+
+
+def test_multi_path_kubeconfig_takes_current_context_from_the_first_file(tmp_path, monkeypatch):
+    first = kubeconfig(tmp_path / "a", "https://a.example:6443", context="first", namespace="team-a", token="ta")
+    second = kubeconfig(tmp_path / "b", "https://b.example:6443", context="second", token="tb")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    t = connect(ConnectionOptions())
+    assert (t.host, t.namespace, t.context) == ("https://a.example:6443", "team-a", "first")
+    assert t._auth() == "Bearer ta"
+    t = connect(ConnectionOptions(context="second"))
+    assert t.host == "https://b.example:6443" and t._auth() == "Bearer tb"
+
+
+def test_flags_override_the_kubeconfig(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", kubeconfig(tmp_path / "a", "https://a.example:6443"))
+    t = connect(ConnectionOptions(server="https://other:1", token="flag-token", as_user="me", as_groups=["g1", "g2"]))
+    assert t.host == "https://other:1" and t._auth() == "Bearer flag-token"
+    assert t._impersonate == [("Impersonate-User", "me"), ("Impersonate-Group", "g1"), ("Impersonate-Group", "g2")]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"context": "nope"}, "context 'nope' not found in kubeconfig (available: ctx)"),
+        ({"cluster": "nope"}, "cluster 'nope' not found in kubeconfig"),
+        ({"user": "nope"}, "user 'nope' not found in kubeconfig"),
+        ({"as_groups": ["g"]}, "--as-group requires --as"),
+        ({"certificate_authority": "/nonexistent/ca.crt"}, "file not found: /nonexistent/ca.crt"),
+    ],
+)
+def test_configuration_errors_are_one_line(tmp_path, monkeypatch, options, message):
+    monkeypatch.setenv("KUBECONFIG", kubeconfig(tmp_path / "a", "https://a.example:6443"))
+    with pytest.raises(ConfigError) as info:
+        connect(ConnectionOptions(**options))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_in_cluster_config_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
+    import kubernetes.config.incluster_config as incluster
+
+    secrets = tmp_path / "serviceaccount"
+    secrets.mkdir()
+    (secrets / "token").write_text("pod-token")
+    (secrets / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    (secrets / "namespace").write_text("ci-jobs")
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    t = connect(ConnectionOptions())
+    assert (t.host, t.namespace, t.context) == ("https://10.0.0.1:443", "ci-jobs", "in-cluster")
+    assert t._auth().lower() == "bearer pod-token"  # the auth scheme is case-insensitive
