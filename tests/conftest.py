@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
 INTEGRATION_DIR = TESTS_DIR / "integration"
@@ -86,17 +87,6 @@ def _find_binaries(request, names):
     except controlplane.ControlPlaneError as e:
         error = str(e)
     pytest.fail(f"cannot provide the Kubernetes binaries:\n{error}", pytrace=False)
-
-
-def _wait_for(what: str, check, timeout: float = 30.0, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 @contextlib.contextmanager
@@ -294,9 +284,9 @@ def make_crd(api_client):
             conditions = (crd.status and crd.status.conditions) or []
             return any(c.type == "Established" and c.status == "True" for c in conditions)
 
-        _wait_for(f"CRD {name} to be Established", established)
+        wait_until(f"CRD {name} to be Established", established)
         for v in versions:  # and served in discovery
-            _wait_for(
+            wait_until(
                 f"{group}/{v} discovery to list {plural}",
                 lambda v=v: _discovery_lists(custom, group, v, plural),
             )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
+from waiting import wait_until  # noqa: F401 - re-exported for the tests
 
 CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
@@ -52,17 +51,6 @@ def crd_state(api_client, name: str):
         if exc.status == 404:
             return None
         raise
-
-
-def wait_until(what: str, check, timeout: float = 30.0, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 def assert_cleanup_finalizer_untouched(crd_obj) -> None:

@@ -12,6 +12,7 @@ import time
 import pytest
 from kubernetes.client import ApiextensionsV1Api, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
+from waiting import wait_until as eventually
 
 MERGE_PATCH = "application/merge-patch+json"
 HOLD = "unfinalize.test/hold"
@@ -31,18 +32,6 @@ def ext(api_client):
 @pytest.fixture
 def core(api_client):
     return CoreV1Api(api_client)
-
-
-def eventually(what, check, timeout=60.0, interval=0.25):
-    """Poll check() until it returns a truthy value; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def gone(read) -> bool:
