@@ -254,13 +254,19 @@ class Engine:
                 if exc.status == 410 and token:
                     token = None
                     continue
+                hint = ""
+                if "conversion webhook" in str(exc):
+                    hint = (
+                        "; the CRD's conversion webhook is failing, so its objects can be neither listed nor"
+                        " patched: bring the webhook back, or set spec.conversion.strategy to None, and run again"
+                    )
                 self._record(
                     ("list", crd.name),
                     Outcome(
                         CRD_RESOURCE.display,
                         crd.name,
                         "failed",
-                        message=f"cannot list {resource.qualified}: {exc}",
+                        message=f"cannot list {resource.qualified}: {exc}{hint}",
                     ),
                 )
                 return

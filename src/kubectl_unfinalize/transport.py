@@ -26,6 +26,7 @@ METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 MAX_ATTEMPTS = 8
+MAX_ATTEMPTS_500 = 3
 MAX_CONNECT_ATTEMPTS = 4
 
 
@@ -90,7 +91,7 @@ class Transport:
             payload = json.dumps(body, separators=(",", ":")).encode()
             content_type = content_type or JSON
         started = time.monotonic()
-        attempt = 0
+        attempt = internal_errors = 0
         while True:
             attempt += 1
             try:
@@ -113,7 +114,10 @@ class Transport:
                 data = response.data
                 return json.loads(data) if data else None
             error = _api_error(method, path, response)
-            if status in RETRY_STATUSES and attempt < MAX_ATTEMPTS and not self._out_of_time(started):
+            # 500 is often lasting (a dead conversion webhook): retry it only briefly.
+            internal_errors += status == 500
+            retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS and internal_errors < MAX_ATTEMPTS_500
+            if retry and not self._out_of_time(started):
                 self.sleep(_retry_delay(response, attempt))
                 continue
             raise error

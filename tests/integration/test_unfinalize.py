@@ -240,3 +240,25 @@ def test_manifest_objects_are_freed_and_deleted_and_missing_ones_skipped(
     after = snapshot(api_client, crd)
     assert (namespace, "declared") not in after
     assert after[(namespace, "undeclared")][1] == (HOLD,)  # not in the manifest: untouched
+
+
+def test_dead_conversion_webhook_is_diagnosed(api_client, make_crd, namespace, cli, kubectl):
+    crd = make_crd(versions=("v1", "v2"))
+    create(api_client, crd, "stored-as-v1", namespace, finalizers=[HOLD])
+    dead = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                                              "clientConfig": {"url": "https://127.0.0.1:1/convert"}}}  # fmt: skip
+    ops = [
+        {"op": "replace", "path": "/spec/versions/0/storage", "value": False},
+        {"op": "replace", "path": "/spec/versions/1/storage", "value": True},
+        {"op": "add", "path": "/spec/conversion", "value": dead},
+    ]
+    kubectl("patch", "crd", crd["name"], "--type=json", "-p", json.dumps(ops))
+    try:
+        result = cli("crd", crd["name"])
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"cannot list {crd['plural']}.{crd['group']}: conversion webhook" in result.stdout
+        assert "set spec.conversion.strategy to None" in result.stdout
+    finally:
+        restore = [{"op": "replace", "path": "/spec/conversion", "value": {"strategy": "None"}}]
+        kubectl("patch", "crd", crd["name"], "--type=json", "-p", json.dumps(restore))
+    assert snapshot(api_client, crd)[(namespace, "stored-as-v1")][1] == (HOLD,)

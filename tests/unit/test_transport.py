@@ -75,3 +75,10 @@ def test_impersonated_groups_are_separate_header_values():
     headers = pool.requests[0][3]
     assert headers.getlist("Impersonate-Group") == ["a", "b"]
     assert headers["Authorization"] == "Bearer t"
+
+
+def test_a_lasting_500_is_given_up_quickly():
+    pool = ScriptedPool(*[(500, {}, {"message": "conversion webhook for x failed"})] * 8)
+    with pytest.raises(ApiError, match="conversion webhook"):
+        transport(pool).request("GET", "/apis/x/v2/things")
+    assert len(pool.requests) == 3
