@@ -39,6 +39,7 @@ class ConnectionOptions:
 
 def connect(options: ConnectionOptions) -> Transport:
     """Build the Transport; raise ConfigError with one readable line when it cannot."""
+    import yaml
     from kubernetes.client.configuration import Configuration
     from kubernetes.config.config_exception import ConfigException
 
@@ -49,12 +50,8 @@ def connect(options: ConnectionOptions) -> Transport:
         raise ConfigError(f"invalid cluster configuration: {exc}") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read cluster configuration: {exc}") from exc
-    except ValueError as exc:  # yaml.YAMLError is not a ValueError; see below
+    except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"invalid kubeconfig: {exc}") from exc
-    except Exception as exc:
-        if type(exc).__module__.startswith("yaml"):
-            raise ConfigError(f"invalid kubeconfig: {exc}") from exc
-        raise
     _apply_flags(options, config)
     if options.as_groups and not options.as_user:
         raise ConfigError("--as-group requires --as (kubectl has the same rule)")
@@ -103,12 +100,13 @@ def _load(options: ConnectionOptions, config) -> tuple[str, str]:
             config.host = options.server
             return "default", ""
         return _load_in_cluster(options, config)
-    merged = KubeConfigMerger(os.pathsep.join(paths)).config
+    merger = KubeConfigMerger(os.pathsep.join(paths))
+    merged = merger.config
     if merged is None:
         raise ConfigError(f"kubeconfig is empty: {', '.join(paths)}")
     raw = merged.value
     contexts = {_plain(c).get("name"): _plain(c).get("context") or {} for c in raw.get("contexts") or []}
-    name = options.context or _current_context(paths) or ""
+    name = options.context or _current_context(merger) or ""
     if options.context and name not in contexts:
         known = ", ".join(sorted(k for k in contexts if k)) or "none"
         raise ConfigError(f"context {name!r} not found in kubeconfig (available: {known})")
@@ -139,13 +137,11 @@ def _plain(node):
     return getattr(node, "value", node)
 
 
-def _current_context(paths: list[str]) -> str | None:
-    """kubectl takes current-context from the first file that sets it."""
-    import yaml
-
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
+def _current_context(merger) -> str | None:
+    """kubectl takes current-context from the first file that sets it (the merger keeps
+    the last one), so read it from the files the merger has already parsed."""
+    for path in merger.paths:
+        data = merger.config_files.get(path)
         if isinstance(data, dict) and data.get("current-context"):
             return data["current-context"]
     return None
