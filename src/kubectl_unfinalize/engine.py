@@ -96,14 +96,14 @@ class Engine:
     def run(self, targets: Targets) -> Report:
         started = time.monotonic()
         report = Report(dry_run=self.o.dry_run, skipped=list(targets.missing))
-        self.preflight(targets)
         timeout = self.o.timeout
         if timeout is None and self.o.delete:
             timeout = DEFAULT_DELETE_TIMEOUT
-        self._deadline = deadline = started + timeout if timeout else None
+        self._deadline = started + timeout if timeout else None
         crds, objects = list(targets.crds), list(targets.objects)
         with ThreadPoolExecutor(max_workers=max(1, self.o.concurrency)) as pool:
             self._pool = pool
+            self.preflight(targets)
             if self.o.delete:
                 crds = self._keep(crds, lambda c: self._delete(CRD_RESOURCE, c.name, None))
                 objects = self._keep(objects, lambda r: self._delete(r.resource, r.name, r.namespace))
@@ -117,7 +117,7 @@ class Engine:
                 objects = self._keep(objects, lambda r: self._exists(r.resource, r.name, r.namespace))
                 if not crds and not objects:
                     break
-                if deadline and time.monotonic() >= deadline:
+                if self._expired():
                     report.timed_out = True
                     self._diagnose(crds, objects)
                     break
@@ -131,7 +131,8 @@ class Engine:
 
     def preflight(self, targets: Targets) -> None:
         """Ask the API server (SelfSubjectAccessReview) for every verb the plan needs,
-        so a missing permission is reported before anything is changed."""
+        so a missing permission is reported before anything is changed. Runs on the
+        worker pool, first thing in run()."""
         checks: list[tuple[str, Resource, str | None, str | None]] = []
         writes = self.o.dry_run != "client"
         for crd in targets.crds:
@@ -148,8 +149,7 @@ class Engine:
                 if self.o.delete:
                     checks.append(("delete", ref.resource, ref.namespace, ref.name))
         checks = list(dict.fromkeys(checks))
-        with ThreadPoolExecutor(max_workers=max(1, self.o.concurrency)) as pool:
-            answers = list(pool.map(lambda check: self._allowed(*check), checks))
+        answers = list(self._pool.map(lambda check: self._allowed(*check), checks))
         for (verb, resource, namespace, name), allowed in zip(checks, answers, strict=True):
             if not allowed:
                 where = f"in namespace {namespace}" if namespace else "in all namespaces"
@@ -177,6 +177,9 @@ class Engine:
             return True  # cannot ask; the real requests will report what is refused
         return bool((review.get("status") or {}).get("allowed"))
 
+    def _expired(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
     def _keep(self, things: list, predicate: Callable) -> list:
         """Filter with the API calls made concurrently (a manifest may name many objects)."""
         return [thing for thing, keep in zip(things, list(self._pool.map(predicate, things)), strict=True) if keep]
@@ -188,7 +191,7 @@ class Engine:
         limit = self.o.concurrency * 4
         complete = True
         for item in self._candidates(crds, objects):
-            if self._deadline and time.monotonic() >= self._deadline:
+            if self._expired():
                 complete = False
                 break
             self._total += 1
