@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
+from .manifests import yaml_problem
 from .transport import Transport
 
 OVERRIDE_CONTEXT = "kubectl-unfinalize-flags"
@@ -50,7 +51,10 @@ def connect(options: ConnectionOptions) -> Transport:
         raise ConfigError(f"invalid cluster configuration: {exc}") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read cluster configuration: {exc}") from exc
-    except (ValueError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        where, problem = yaml_problem(exc)
+        raise ConfigError(f"invalid kubeconfig: {where}: {problem}") from exc
+    except ValueError as exc:
         raise ConfigError(f"invalid kubeconfig: {exc}") from exc
     _apply_flags(options, config)
     if options.as_groups and not options.as_user:

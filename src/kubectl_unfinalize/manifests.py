@@ -63,12 +63,9 @@ def parse_text(text: str, source: str) -> list[Document]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         raw = list(yaml.load_all(text, Loader=loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark else ""
-        raise InputError(f"{source}{line}: invalid YAML: {exc.problem or exc.context}") from exc
     except yaml.YAMLError as exc:
-        raise InputError(f"{source}: invalid YAML: {exc}") from exc
+        where, problem = yaml_problem(exc, source)
+        raise InputError(f"{where}: invalid YAML: {problem}") from exc
     documents: list[Document] = []
     for index, body in enumerate(raw):
         if body is None:
@@ -84,6 +81,17 @@ def parse_text(text: str, source: str) -> list[Document]:
             continue
         documents.append(_checked(doc))
     return documents
+
+
+def yaml_problem(exc: Exception, source: str | None = None) -> tuple[str, str]:
+    """("SOURCE:LINE", the problem) from a YAML error, whose own text spans several lines.
+    SOURCE defaults to the file name the parser recorded."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = source if source is not None else getattr(mark, "name", "")
+    if mark:
+        where += f":{mark.line + 1}"
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    return where, " ".join(str(problem).split())
 
 
 def _checked(doc: Document) -> Document:

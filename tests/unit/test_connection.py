@@ -71,3 +71,13 @@ def test_in_cluster_config_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
     t = connect(ConnectionOptions())
     assert (t.host, t.namespace, t.context) == ("https://10.0.0.1:443", "ci-jobs", "in-cluster")
     assert t._auth().lower() == "bearer pod-token"  # the auth scheme is case-insensitive
+
+
+def test_malformed_kubeconfig_is_one_line_with_file_and_line(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: [x\n")
+    with pytest.raises(ConfigError) as info:
+        connect(ConnectionOptions(kubeconfig=str(path)))
+    message = str(info.value)
+    assert "\n" not in message, message
+    assert message.startswith(f"invalid kubeconfig: {path}:4: ")
