@@ -3,6 +3,7 @@ and nothing changed in the cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 
@@ -124,14 +125,13 @@ def test_unreachable_server_fails_within_request_timeout(cli, stuck, kubeconfig)
     stuck["unchanged"]()
 
 
-def restricted_kubeconfig(kubectl, kubeconfig, namespace, tmp_path, rules) -> str:
-    """A ServiceAccount token kubeconfig allowed exactly `rules` (plus listing CRDs)."""
-    sa = "limited"
-    kubectl("create", "serviceaccount", sa, "-n", namespace)
+@contextlib.contextmanager
+def granted(kubectl, name: str, rules: list[dict], subject: dict):
+    """A ClusterRole allowing `rules` (plus reading CRDs), bound to `subject`, for the block."""
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": {"name": f"{namespace}-limited"},
+        "metadata": {"name": name},
         "rules": [
             {
                 "apiGroups": ["apiextensions.k8s.io"],
@@ -144,11 +144,19 @@ def restricted_kubeconfig(kubectl, kubeconfig, namespace, tmp_path, rules) -> st
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": f"{namespace}-limited"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{namespace}-limited"},
-        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [subject],
     }
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all([role, binding]))
+    try:
+        yield
+    finally:
+        kubectl("delete", "clusterrole,clusterrolebinding", name, "--ignore-not-found")
+
+
+def token_kubeconfig(kubectl, kubeconfig, namespace, sa, tmp_path) -> str:
+    """A kubeconfig for the admin's cluster that authenticates as a ServiceAccount token."""
     token = kubectl("create", "token", sa, "-n", namespace).stdout.strip()
     admin = yaml.safe_load(open(kubeconfig))
     cluster = admin["clusters"][0]
@@ -167,8 +175,10 @@ def restricted_kubeconfig(kubectl, kubeconfig, namespace, tmp_path, rules) -> st
 
 def test_rbac_forbidding_patch_is_reported_before_any_change(cli, stuck, kubectl, kubeconfig, namespace, tmp_path):
     rules = [{"apiGroups": [stuck["group"]], "resources": [stuck["plural"]], "verbs": ["get", "list", "watch"]}]
-    limited = restricted_kubeconfig(kubectl, kubeconfig, namespace, tmp_path, rules)
-    try:
+    kubectl("create", "serviceaccount", "limited", "-n", namespace)
+    subject = {"kind": "ServiceAccount", "name": "limited", "namespace": namespace}
+    with granted(kubectl, f"{namespace}-limited", rules, subject):
+        limited = token_kubeconfig(kubectl, kubeconfig, namespace, "limited", tmp_path)
         result = cli("crd", stuck["name"], "--delete", "--kubeconfig", limited)
         one_line_error(
             result,
@@ -183,35 +193,14 @@ def test_rbac_forbidding_patch_is_reported_before_any_change(cli, stuck, kubectl
         result = cli("crd", stuck["name"], "--as", f"system:serviceaccount:{namespace}:limited")
         one_line_error(result, 1, f"cannot patch {stuck['plural']}.{stuck['group']}")
         stuck["unchanged"]()
-    finally:
-        kubectl("delete", "clusterrole,clusterrolebinding", f"{namespace}-limited", "--ignore-not-found")
 
 
 def test_impersonated_groups_are_sent_as_separate_headers(cli, stuck, kubectl, namespace):
     """RBAC grants only the second group: joined into one header it would be refused."""
     name = f"{namespace}-group"
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name},
-        "rules": [
-            {
-                "apiGroups": ["apiextensions.k8s.io"],
-                "resources": ["customresourcedefinitions"],
-                "verbs": ["get", "list"],
-            },
-            {"apiGroups": [stuck["group"]], "resources": [stuck["plural"]], "verbs": ["get", "list", "patch"]},
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "Group", "name": f"{name}-b", "apiGroup": "rbac.authorization.k8s.io"}],
-    }
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all([role, binding]))
-    try:
+    rules = [{"apiGroups": [stuck["group"]], "resources": [stuck["plural"]], "verbs": ["get", "list", "patch"]}]
+    subject = {"kind": "Group", "name": f"{name}-b", "apiGroup": "rbac.authorization.k8s.io"}
+    with granted(kubectl, name, rules, subject):
         denied = cli("crd", stuck["name"], "--dry-run=server", "--as", "someone", "--as-group", f"{name}-a")
         assert denied.returncode == 1 and "forbidden" in denied.stderr, denied.stderr
         allowed = cli(
@@ -228,5 +217,3 @@ def test_impersonated_groups_are_sent_as_separate_headers(cli, stuck, kubectl, n
         assert allowed.returncode == 0, allowed.stderr
         assert allowed.stdout.count("(server dry run)") == 2
         stuck["unchanged"]()
-    finally:
-        kubectl("delete", "clusterrole,clusterrolebinding", name, "--ignore-not-found")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from crs import CLEANUP, crd_state, wait_until
+from crs import CLEANUP, crd_state, create, wait_until
 from kubernetes.client import CustomObjectsApi
 
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
@@ -85,16 +85,16 @@ def objects(api_client, group: str, kind: str) -> list[dict]:
     return CustomObjectsApi(api_client).list_cluster_custom_object(group, "v1", plural(kind))["items"]
 
 
-def create(api_client, group, kind, name, namespace):
-    body = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": name}, "spec": {}}
-    CustomObjectsApi(api_client).create_namespaced_custom_object(group, "v1", namespace, plural(kind), body)
+def crd_info(group: str, kind: str) -> dict:
+    """The fields crs.create needs, for one of the operator's kinds."""
+    return {"group": group, "version": "v1", "kind": kind, "plural": plural(kind)}
 
 
 def populate(api_client, group, namespaces):
     for ns in namespaces:
         for i in range(3):
-            create(api_client, group, "Parent", f"p{i}", ns)
-        create(api_client, group, "Sidecar", "s0", ns)
+            create(api_client, crd_info(group, "Parent"), f"p{i}", ns)
+        create(api_client, crd_info(group, "Sidecar"), "s0", ns)
 
     def handled():
         parents, children = objects(api_client, group, "Parent"), objects(api_client, group, "Child")
