@@ -11,46 +11,62 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import resolve, unfinalize
-    from .connection import ConnectionOptions
-    from .errors import ApiError, ClusterError, ConfigError, InputError, PermissionDenied, UnfinalizeError
-    from .model import IncompleteError, Outcome, Report, Targets
+    from .api import run, unfinalize
+    from .errors import (
+        ApiError,
+        ClusterError,
+        ConfigError,
+        IncompleteError,
+        InputError,
+        PermissionDenied,
+        UnfinalizeError,
+    )
+    from .model import Action, Outcome, Report, Targets
+    from .options import ConnectionOptions, DryRun, Options, Selection
 
 __all__ = [
+    "Action",
     "ApiError",
     "ClusterError",
     "ConfigError",
     "ConnectionOptions",
+    "DryRun",
     "IncompleteError",
     "InputError",
+    "Options",
     "Outcome",
     "PermissionDenied",
     "Report",
+    "Selection",
     "Targets",
     "UnfinalizeError",
     "__version__",
-    "resolve",
+    "run",
     "unfinalize",
 ]
 
 _HOMES = {
     "unfinalize": "api",
-    "resolve": "api",
-    "ConnectionOptions": "connection",
+    "run": "api",
+    "ConnectionOptions": "options",
+    "DryRun": "options",
+    "Options": "options",
+    "Selection": "options",
+    "Action": "model",
     "ApiError": "errors",
     "ClusterError": "errors",
     "ConfigError": "errors",
     "InputError": "errors",
     "PermissionDenied": "errors",
     "UnfinalizeError": "errors",
-    "IncompleteError": "model",
+    "IncompleteError": "errors",
     "Outcome": "model",
     "Report": "model",
     "Targets": "model",
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _HOMES:
         import importlib
 

@@ -7,7 +7,7 @@ line ``:N`` where N is a cobra ShellCompDirective bit set: 1 error, 2 no space, 
 completion, 8 filter file extensions, 16 directories only, 32 keep order; 0 lets the shell
 complete file names.
 
-Flags and their values come from cli.build_parser, so completion never drifts from the
+Flags and their values come from flags.build_parser, so completion never drifts from the
 parser. CRD and namespace names come from the cluster with one metadata-only list request
 and a short timeout; any failure (no kubeconfig, unreachable server, forbidden) gives no
 candidates and no output other than the directive line, and the exit code is always 0.
@@ -19,7 +19,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .cli import CRD_WORDS, _bool, build_parser
+from .flags import CRD_WORDS, build_parser, parse_bool, to_connection_options
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
 DIRECTIVE_NO_SPACE = 2
@@ -31,23 +31,7 @@ FILE_OPTIONS = {"filename", "kubeconfig", "certificate_authority", "client_certi
 # Options whose value the cluster (or kubeconfig) can list.
 LISTED_OPTIONS = {"namespace": "namespaces", "context": "contexts"}
 BOOL_VALUES = ("true", "false")
-CONNECTION_DESTS = (
-    "kubeconfig",
-    "context",
-    "cluster",
-    "user",
-    "server",
-    "token",
-    "certificate_authority",
-    "client_certificate",
-    "client_key",
-    "insecure_skip_tls_verify",
-    "tls_server_name",
-    "as_user",
-    "as_uid",
-)
-
-Lister = Callable[[str, dict], list]
+Lister = Callable[[str, dict[str, object]], list[str]]
 """lister(kind, connection_values) -> names; kind is "crds", "namespaces" or "contexts"."""
 
 
@@ -157,7 +141,9 @@ def _short(word: str, options: dict[str, argparse.Action], state: _State) -> tup
 
 def _store(state: _State, action: argparse.Action, value: object) -> None:
     if isinstance(action.default, list):
-        state.values.setdefault(action.dest, []).append(value)
+        listed = state.values.setdefault(action.dest, [])
+        assert isinstance(listed, list)
+        listed.append(value)
     else:
         state.values[action.dest] = value
 
@@ -167,7 +153,7 @@ def _values(action: argparse.Action, prefix: str, lead: str, state: _State, list
         return [], DIRECTIVE_DEFAULT
     if action.choices:
         choices = list(action.choices)
-    elif action.type is _bool:
+    elif action.type is parse_bool:
         choices = list(BOOL_VALUES)
     elif action.dest in LISTED_OPTIONS:
         choices = _safe_list(lister, LISTED_OPTIONS[action.dest], state.values)
@@ -195,44 +181,38 @@ def _summary(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _safe_list(lister: Lister, kind: str, values: dict) -> list[str]:
+def _safe_list(lister: Lister, kind: str, values: dict[str, object]) -> list[str]:
     try:
         return sorted(str(name) for name in lister(kind, values))
     except Exception:  # noqa: BLE001 - completion must stay silent whatever goes wrong
         return []
 
 
-def list_names(kind: str, values: dict) -> list[str]:
+def list_names(kind: str, values: dict[str, object]) -> list[str]:
     """Names of CRDs, namespaces (one quick metadata-only list) or kubeconfig contexts."""
     if kind == "contexts":
         return _contexts(values)
     import warnings
 
     warnings.simplefilter("ignore")  # e.g. InsecureRequestWarning must not reach the terminal
-    from .connection import ConnectionOptions, connect
-    from .transport import METADATA_LIST
+    from .cluster import METADATA_LIST
+    from .connection import connect
 
-    options = ConnectionOptions(
-        **{dest: values[dest] for dest in CONNECTION_DESTS if dest in values},
-        as_groups=list(values.get("as_group") or []),
-        request_timeout=CLUSTER_TIMEOUT,
-        pool_size=1,
-    )
-    if isinstance(options.insecure_skip_tls_verify, str):
-        options.insecure_skip_tls_verify = options.insecure_skip_tls_verify.lower() in ("true", "1", "yes")
-    transport = connect(options)
+    options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, pool_size=1, verbosity=0)
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
-    body = transport.request("GET", path, accept=METADATA_LIST)
+    with connect(options) as transport:
+        body = transport.request("GET", path, accept=METADATA_LIST)
     return [item["metadata"]["name"] for item in (body or {}).get("items") or []]
 
 
-def _contexts(values: dict) -> list[str]:
+def _contexts(values: dict[str, object]) -> list[str]:
     import yaml
 
     from .connection import ConnectionOptions, kubeconfig_paths
 
     names = []
-    for path in kubeconfig_paths(ConnectionOptions(kubeconfig=values.get("kubeconfig"))):
+    kubeconfig = values.get("kubeconfig")
+    for path in kubeconfig_paths(ConnectionOptions(kubeconfig=str(kubeconfig) if kubeconfig else None)):
         with open(path, encoding="utf-8") as handle:
             data = yaml.safe_load(handle) or {}
         names += [c.get("name") for c in data.get("contexts") or [] if c.get("name")]

@@ -8,34 +8,17 @@ Precedence follows kubectl: --kubeconfig, else every path in KUBECONFIG merged, 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 from .manifests import yaml_problem
+from .options import ConnectionOptions
 from .transport import Transport
 
+__all__ = ["ConnectionOptions", "connect", "kubeconfig_paths"]
+
 OVERRIDE_CONTEXT = "kubectl-unfinalize-flags"
-
-
-@dataclass
-class ConnectionOptions:
-    kubeconfig: str | None = None
-    context: str | None = None
-    cluster: str | None = None
-    user: str | None = None
-    server: str | None = None
-    token: str | None = None
-    certificate_authority: str | None = None
-    client_certificate: str | None = None
-    client_key: str | None = None
-    insecure_skip_tls_verify: bool = False
-    tls_server_name: str | None = None
-    as_user: str | None = None
-    as_groups: list[str] = field(default_factory=list)
-    as_uid: str | None = None
-    request_timeout: float | None = None
-    pool_size: int = 16
 
 
 def connect(options: ConnectionOptions) -> Transport:
@@ -57,8 +40,6 @@ def connect(options: ConnectionOptions) -> Transport:
     except ValueError as exc:
         raise ConfigError(f"invalid kubeconfig: {exc}") from exc
     _apply_flags(options, config)
-    if options.as_groups and not options.as_user:
-        raise ConfigError("--as-group requires --as (kubectl has the same rule)")
     for path in (config.ssl_ca_cert, config.cert_file, config.key_file):
         if path and not os.path.exists(path):
             raise ConfigError(f"file not found: {path}")
@@ -78,7 +59,17 @@ def connect(options: ConnectionOptions) -> Transport:
     impersonate += [("Impersonate-Group", group) for group in options.as_groups]
     if options.as_uid:
         impersonate.append(("Impersonate-Uid", options.as_uid))
-    return Transport(config.host, pool, auth, impersonate, options.request_timeout, namespace, context)
+    return Transport(
+        config.host,
+        pool,
+        auth,
+        impersonate,
+        options.request_timeout,
+        namespace,
+        context,
+        log=options.log,
+        verbosity=options.verbosity,
+    )
 
 
 def kubeconfig_paths(options: ConnectionOptions) -> list[str]:
@@ -94,12 +85,15 @@ def kubeconfig_paths(options: ConnectionOptions) -> list[str]:
     return [str(default)] if default.exists() else []
 
 
-def _load(options: ConnectionOptions, config) -> tuple[str, str]:
+def _load(options: ConnectionOptions, config: Any) -> tuple[str, str]:
     """Fill `config` from kubeconfig or in-cluster; return (default namespace, context name)."""
     from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
     paths = kubeconfig_paths(options)
     if not paths:
+        for flag, value in (("context", options.context), ("cluster", options.cluster), ("user", options.user)):
+            if value:
+                raise ConfigError(f"--{flag} {value!r} needs a kubeconfig to look it up in, and there is none")
         if options.server:
             config.host = options.server
             return "default", ""
@@ -112,8 +106,8 @@ def _load(options: ConnectionOptions, config) -> tuple[str, str]:
     contexts = {_plain(c).get("name"): _plain(c).get("context") or {} for c in raw.get("contexts") or []}
     name = options.context or _current_context(merger) or ""
     if options.context and name not in contexts:
-        known = ", ".join(sorted(k for k in contexts if k)) or "none"
-        raise ConfigError(f"context {name!r} not found in kubeconfig (available: {known})")
+        available = ", ".join(sorted(k for k in contexts if k)) or "none"
+        raise ConfigError(f"context {name!r} not found in kubeconfig (available: {available})")
     if not name and not options.server:
         raise ConfigError("no current context in kubeconfig; pass --context or --server")
     context = dict(contexts.get(name) or {})
@@ -124,34 +118,34 @@ def _load(options: ConnectionOptions, config) -> tuple[str, str]:
             if value not in known:
                 raise ConfigError(f"{flag} {value!r} not found in kubeconfig (available: {', '.join(known) or 'none'})")
             context[key] = value
-    if options.server and "cluster" not in context:
-        config.host = options.server
-        return context.get("namespace") or "default", name
+    if options.server and "cluster" not in context:  # --server alone names the cluster; the user still counts
+        raw.setdefault("clusters", []).append({"name": OVERRIDE_CONTEXT, "cluster": {"server": options.server}})
+        context["cluster"] = OVERRIDE_CONTEXT
     raw.setdefault("users", [])
     if "user" not in context:
         raw["users"].append({"name": OVERRIDE_CONTEXT, "user": {}})
         context["user"] = OVERRIDE_CONTEXT
-    raw["contexts"].append({"name": OVERRIDE_CONTEXT, "context": context})
+    raw.setdefault("contexts", []).append({"name": OVERRIDE_CONTEXT, "context": context})
     KubeConfigLoader(config_dict=merged, active_context=OVERRIDE_CONTEXT).load_and_set(config)
     return context.get("namespace") or "default", name
 
 
-def _plain(node):
+def _plain(node: Any) -> Any:
     """The merger wraps list entries in ConfigNode; read them as plain dicts."""
     return getattr(node, "value", node)
 
 
-def _current_context(merger) -> str | None:
+def _current_context(merger: Any) -> str | None:
     """kubectl takes current-context from the first file that sets it (the merger keeps
     the last one), so read it from the files the merger has already parsed."""
     for path in merger.paths:
         data = merger.config_files.get(path)
         if isinstance(data, dict) and data.get("current-context"):
-            return data["current-context"]
+            return str(data["current-context"])
     return None
 
 
-def _load_in_cluster(options: ConnectionOptions, config) -> tuple[str, str]:
+def _load_in_cluster(options: ConnectionOptions, config: Any) -> tuple[str, str]:
     from kubernetes.config.incluster_config import (
         SERVICE_CERT_FILENAME,
         SERVICE_TOKEN_FILENAME,
@@ -168,7 +162,7 @@ def _load_in_cluster(options: ConnectionOptions, config) -> tuple[str, str]:
     return namespace, "in-cluster"
 
 
-def _apply_flags(options: ConnectionOptions, config) -> None:
+def _apply_flags(options: ConnectionOptions, config: Any) -> None:
     if options.server:
         config.host = options.server
     if options.token:

@@ -1,480 +1,345 @@
-"""The doing: list, patch, delete, wait. Returns a Report and never prints.
+"""The doing: the loop, its order, and bounded concurrent writes. Returns a Report and
+never prints.
 
-Order with delete: CRDs and selected objects are deleted first. From then on each
-object carries a deletionTimestamp, so the API server refuses new finalizers and a
-controller that is still running cannot win; the engine re-lists and clears finalizers
-until everything is gone or the deadline passes.
+Order with --delete: each selected custom resource is deleted (it gets a
+deletionTimestamp, so the API server refuses new finalizers and a controller that is
+still running cannot win) and then freed; a CRD is deleted once every instance is gone
+or going, so the API server's cleanup controller finds nothing left and never waits on
+its 5 s poll. The loop re-lists until the CRDs are gone or the deadline passes, catching
+objects created or cascade-deleted meanwhile.
+
+Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
+on; run() raises only for a permission missing before the first write.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 
-from .errors import ApiError, ClusterError, PermissionDenied
-from .model import (
-    CRD,
-    CRD_RESOURCE,
-    DryRun,
-    ObjectRef,
-    Outcome,
-    Progress,
-    Report,
-    Resource,
-    Targets,
-)
-from .transport import MERGE_PATCH, METADATA_LIST, Transport
+from . import diagnose
+from .access import preflight
+from .cluster import Cluster, ListQuery, crd_ref
+from .deadline import Deadline
+from .errors import Conflict, NotFound, UnfinalizeError
+from .model import CRD, Action, ObjectKey, ObjectMeta, ObjectRef, Progress, Report, Targets
+from .options import DryRun, Options
+from .outcomes import OutcomeBook, OutcomeListener
 
-DEFAULT_DELETE_TIMEOUT = 300.0
 CONFLICT_RETRIES = 10
+DIAGNOSIS_GRACE = 10.0  # the deadline has passed; reading what blocks gets this much more
+FIRST_POLL = 0.05
 
-
-@dataclass
-class Options:
-    """Engine settings; the CLI flags and the Python API map onto these one to one."""
-
-    delete: bool = False
-    wait: bool = True
-    timeout: float | None = None
-    dry_run: DryRun = None
-    namespace: str | None = None
-    label_selector: str | None = None
-    field_selector: str | None = None
-    only_terminating: bool = False
-    finalizers: tuple[str, ...] = ()
-    concurrency: int = 16
-    chunk_size: int = 500
-    settle: float = 1.0
-    poll: float = 0.5
-
-
-@dataclass
-class _Item:
-    """One listed object: only what the engine needs from its metadata."""
-
-    resource: Resource
-    name: str
-    namespace: str | None
-    uid: str
-    resource_version: str
-    finalizers: list[str]
-    terminating: bool
-    managers: list[str] = field(default_factory=list)
-
-    @property
-    def key(self) -> tuple:
-        return (self.resource.group, self.resource.plural, self.namespace, self.name, self.uid)
-
-
-OutcomeListener = Callable[[Outcome], None]
 ProgressListener = Callable[[Progress], None]
 
 
+@dataclass
+class _CrdState:
+    crd: CRD
+    uid: str | None = None  # set once this run deleted it
+    blocked: int = 0  # instances the last whole pass could not free
+    counting: int = 0  # the same, for the pass under way
+    listed: bool = True  # False when the last pass could not list its instances
+
+
+@dataclass
+class _ObjectState:
+    ref: ObjectRef
+    uid: str = ""
+    deleted: bool = False
+
+
+@dataclass
+class _Pass:
+    futures: set[Future[object]] = field(default_factory=set)
+    total: int = 0
+    done: int = 0
+
+
 class Engine:
+    """One run: construct, call run() once."""
+
     def __init__(
         self,
-        transport: Transport,
+        cluster: Cluster,
         options: Options,
+        deadline: Deadline,
         on_outcome: OutcomeListener | None = None,
         on_progress: ProgressListener | None = None,
     ) -> None:
-        self.t = transport
-        self.o = options
-        self._on_outcome = on_outcome or (lambda _: None)
+        self.cluster = cluster
+        self.options = options
+        self.deadline = deadline
+        self.book = OutcomeBook(options.dry_run, on_outcome)
         self._on_progress = on_progress or (lambda _: None)
-        self._outcomes: dict[tuple, Outcome] = {}
-        self._seen: set[tuple] = set()
-        self._done = 0
-        self._total = 0
+        self._seen: set[str] = set()
+        self._live: set[ObjectKey] = set()  # freed while not terminating: may come back
+        self._progress = _Pass()
         self._lock = threading.Lock()
-        self._deadline: float | None = None
 
     # ----------------------------------------------------------------- public
-    def run(self, targets: Targets) -> Report:
+    def run(self, targets: Targets, skipped: Iterable[str] = ()) -> Report:
         started = time.monotonic()
-        report = Report(dry_run=self.o.dry_run, skipped=list(targets.missing))
-        timeout = self.o.timeout
-        if timeout is None and self.o.delete:
-            timeout = DEFAULT_DELETE_TIMEOUT
-        self._deadline = started + timeout if timeout else None
-        crds, objects = list(targets.crds), list(targets.objects)
-        with ThreadPoolExecutor(max_workers=max(1, self.o.concurrency)) as pool:
-            self._pool = pool
-            self.preflight(targets)
-            if self.o.delete:
-                crds = self._keep(crds, lambda c: self._delete(CRD_RESOURCE, c.name, None))
-                objects = self._keep(objects, lambda r: self._delete(r.resource, r.name, r.namespace))
-            while True:
-                if not self._pass(crds, objects):
-                    report.timed_out = True
-                    break
-                if not (self.o.delete and self.o.wait) or self.o.dry_run:
-                    break
-                crds = self._keep(crds, lambda c: self._exists(CRD_RESOURCE, c.name, None))
-                objects = self._keep(objects, lambda r: self._exists(r.resource, r.name, r.namespace))
-                if not crds and not objects:
-                    break
-                if self._expired():
-                    report.timed_out = True
-                    self._diagnose(crds, objects)
-                    break
-                time.sleep(self.o.poll)
-            if not self.o.delete and not self.o.dry_run and not report.timed_out:
-                self._final_check(crds, objects)
-        report.outcomes = list(self._outcomes.values())
+        report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
+        crds = [_CrdState(c) for c in targets.crds]
+        objects = [_ObjectState(r) for r in targets.objects]
+        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize")
+        try:
+            preflight(self.cluster, targets, self.options, pool)
+            self._run(pool, crds, objects, report)
+        except KeyboardInterrupt:
+            report.interrupted = True
+        finally:
+            pool.shutdown(wait=not report.interrupted, cancel_futures=True)
+        report.outcomes = self.book.outcomes()
+        report.counts = self.book.counts
         report.scanned = len(self._seen)
         report.seconds = time.monotonic() - started
         return report
 
-    def preflight(self, targets: Targets) -> None:
-        """Ask the API server (SelfSubjectAccessReview) for every verb the plan needs,
-        so a missing permission is reported before anything is changed. Runs on the
-        worker pool, first thing in run()."""
-        checks: list[tuple[str, Resource, str | None, str | None]] = []
-        writes = self.o.dry_run != "client"
-        for crd in targets.crds:
-            ns = self.o.namespace if crd.resource.namespaced else None
-            checks.append(("list", crd.resource, ns, None))
-            if writes:
-                checks.append(("patch", crd.resource, ns, None))
-                if self.o.delete:
-                    checks.append(("delete", CRD_RESOURCE, None, crd.name))
-        for ref in targets.objects:
-            checks.append(("get", ref.resource, ref.namespace, ref.name))
-            if writes:
-                checks.append(("patch", ref.resource, ref.namespace, ref.name))
-                if self.o.delete:
-                    checks.append(("delete", ref.resource, ref.namespace, ref.name))
-        checks = list(dict.fromkeys(checks))
-        answers = list(self._pool.map(lambda check: self._allowed(*check), checks))
-        for (verb, resource, namespace, name), allowed in zip(checks, answers, strict=True):
-            if not allowed:
-                where = f"in namespace {namespace}" if namespace else "in all namespaces"
-                if not resource.namespaced:
-                    where = "cluster-wide"
-                target = f"{resource.qualified}/{name}" if name else resource.qualified
-                raise PermissionDenied(
-                    f"forbidden: {self._whoami()}cannot {verb} {target} {where} (RBAC); nothing was changed"
-                )
-
-    def _allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
-        attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
-        if namespace:
-            attributes["namespace"] = namespace
-        if name:
-            attributes["name"] = name
-        body = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attributes},
-        }
-        try:
-            review = self.t.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
-        except ApiError:
-            return True  # cannot ask; the real requests will report what is refused
-        return bool((review.get("status") or {}).get("allowed"))
-
-    def _expired(self) -> bool:
-        return self._deadline is not None and time.monotonic() >= self._deadline
-
-    def _keep(self, things: list, predicate: Callable) -> list:
-        """Filter with the API calls made concurrently (a manifest may name many objects)."""
-        return [thing for thing, keep in zip(things, list(self._pool.map(predicate, things)), strict=True) if keep]
-
-    # --------------------------------------------------------------- passes
-    def _pass(self, crds: list[CRD], objects: list[ObjectRef]) -> bool:
-        """One list-and-patch sweep; False when the deadline cut it short."""
-        inflight: set[Future] = set()
-        limit = self.o.concurrency * 4
-        complete = True
-        for item in self._candidates(crds, objects):
-            if self._expired():
-                complete = False
+    # ------------------------------------------------------------------- loop
+    def _run(
+        self, pool: ThreadPoolExecutor, crds: list[_CrdState], objects: list[_ObjectState], report: Report
+    ) -> None:
+        options = self.options
+        waiting = options.delete and options.wait and options.dry_run is DryRun.NONE
+        poll = FIRST_POLL
+        while True:
+            if not self._pass(pool, crds, objects):
+                report.timed_out = True
                 break
-            self._total += 1
-            inflight.add(self._pool.submit(self._unfinalize, item))
+            if options.delete:
+                self._delete_crds(pool, [c for c in crds if c.uid is None and c.listed and not c.blocked])
+            if not waiting:
+                break
+            crds = [c for c in crds if c.uid is None or (c.uid and self._exists(crd_ref(c.crd.name), c.uid))]
+            objects = [o for o in objects if o.uid and self._exists(o.ref, o.uid)]
+            if not crds and not objects:
+                return
+            if self.deadline.expired():
+                report.timed_out = True
+                break
+            time.sleep(min(poll, self.deadline.remaining()))
+            poll = min(poll * 2, options.poll)
+        if report.timed_out:
+            self._diagnose(crds, objects, "timed out")
+        elif not options.delete and options.dry_run is DryRun.NONE:
+            try:
+                diagnose.final_check(
+                    self.cluster, options, self.book, [c.crd for c in crds], [o.ref for o in objects], self._live
+                )
+            except UnfinalizeError as exc:
+                report.error = f"cannot check whether finalizers came back: {exc}"
+
+    def _pass(self, pool: ThreadPoolExecutor, crds: list[_CrdState], objects: list[_ObjectState]) -> bool:
+        """One sweep: list every CRD's instances and free them, and the single objects;
+        False when the deadline cut it short."""
+        limit = self.options.concurrency * 4
+        inflight: set[Future[object]] = set()
+        for crd in crds:
+            crd.counting = 0
+        for job in self._jobs(crds, objects):
+            if self.deadline.expired():
+                self._drain(inflight)
+                return False
+            self._progress.total += 1
+            inflight.add(pool.submit(job))
             if len(inflight) >= limit:
                 done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
-                self._collect(done)
-        while inflight:
-            done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
-            self._collect(done)
-        return complete
-
-    def _collect(self, futures: set[Future]) -> None:
-        for future in futures:
-            outcome, key = future.result()
-            self._done += 1
-            if outcome is not None:
-                self._record(key, outcome)
-        self._on_progress(Progress("unfinalize", self._done, self._total))
-
-    def _candidates(self, crds: list[CRD], objects: list[ObjectRef]) -> Iterator[_Item]:
-        for crd in crds:
-            for item in self._list(crd):
-                self._seen.add(item.key)
-                if self._wanted(item):
-                    yield item
-        for ref, item in zip(objects, self._pool.map(self._get, objects), strict=True):
-            if item is None:
-                if not self.o.delete:  # with --delete, _delete already reported it
-                    self._record((ref,), _outcome_for_ref(ref, "gone", "not found", self.o.dry_run), first_only=True)
-                continue
-            self._seen.add(item.key)
-            if self._removable(item.finalizers):
-                yield item
-
-    def _wanted(self, item: _Item) -> bool:
-        if self.o.only_terminating and not item.terminating:
+                self._finished(done)
+        self._drain(inflight)
+        if self.deadline.expired():
             return False
-        return bool(self._removable(item.finalizers))
-
-    def _removable(self, finalizers: list[str]) -> list[str]:
-        if self.o.finalizers:
-            return [f for f in finalizers if f in self.o.finalizers]
-        return list(finalizers)
-
-    def _list(self, crd: CRD) -> Iterator[_Item]:
-        """Metadata-only pages; an expired continue token restarts the list."""
-        resource = crd.resource
-        path = resource.path(self.o.namespace if resource.namespaced else None)
-        token = None
-        while True:
-            query = {
-                "limit": self.o.chunk_size,
-                "continue": token,
-                "labelSelector": self.o.label_selector,
-                "fieldSelector": self.o.field_selector,
-            }
-            try:
-                page = self.t.request("GET", path, query=query, accept=METADATA_LIST)
-            except ApiError as exc:
-                if exc.status == 404:
-                    return  # the CRD is gone: nothing left to free
-                if exc.status == 410 and token:
-                    token = None
-                    continue
-                hint = ""
-                if "conversion webhook" in str(exc):
-                    hint = (
-                        "; the CRD's conversion webhook is failing, so its objects can be neither listed nor"
-                        " patched: bring the webhook back, or set spec.conversion.strategy to None, and run again"
-                    )
-                self._record(
-                    ("list", crd.name),
-                    Outcome(
-                        CRD_RESOURCE.display,
-                        crd.name,
-                        "failed",
-                        message=f"cannot list {resource.qualified}: {exc}{hint}",
-                    ),
-                )
-                return
-            for obj in page.get("items") or []:
-                yield _item(resource, obj)
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
-
-    def _get(self, ref: ObjectRef) -> _Item | None:
-        try:
-            obj = self.t.request("GET", ref.resource.path(ref.namespace, ref.name), accept=_METADATA_OBJECT)
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return _item(ref.resource, obj)
-
-    # ---------------------------------------------------------------- writes
-    def _unfinalize(self, item: _Item) -> tuple[Outcome | None, tuple]:
-        """Runs in a worker thread; returns (outcome, key) for the main thread to record."""
-        path = item.resource.path(item.namespace, item.name)
-        query = {"dryRun": "All"} if self.o.dry_run == "server" else None
-        removed = self._removable(item.finalizers)
-        for _ in range(CONFLICT_RETRIES):
-            if self.o.finalizers:
-                keep = [f for f in item.finalizers if f not in self.o.finalizers]
-                body = {"metadata": {"resourceVersion": item.resource_version, "finalizers": keep or None}}
-            else:
-                body = {"metadata": {"finalizers": None}}
-            if self.o.dry_run == "client":
-                return self._make(item, "unfinalized", removed), item.key
-            try:
-                self.t.request("PATCH", path, query=query, body=body, content_type=MERGE_PATCH, accept=_METADATA_OBJECT)
-                return self._make(item, "unfinalized", removed), item.key
-            except ApiError as exc:
-                if exc.status == 404:
-                    return self._make(item, "gone", [], "already gone"), item.key
-                if exc.status != 409:
-                    return self._make(item, "failed", removed, _explain(exc, "patch", item.resource)), item.key
-            fresh = self._get(ObjectRef(item.resource, item.name, item.namespace))
-            if fresh is None:
-                return self._make(item, "gone", [], "already gone"), item.key
-            item = fresh
-            removed = self._removable(item.finalizers)
-            if not removed:
-                return None, item.key
-        return self._make(item, "failed", removed, "kept conflicting with another writer"), item.key
-
-    def _delete(self, resource: Resource, name: str, namespace: str | None) -> bool:
-        """Delete one CRD or object; True when it still exists afterwards."""
-        display = f"{resource.display}/{name}"
-        if self.o.dry_run == "client":
-            exists = self._exists(resource, name, namespace)
-            if exists:
-                self._record(
-                    (display, namespace), Outcome(resource.display, name, "deleted", namespace, dry_run="client")
-                )
-            return exists
-        query = {"dryRun": "All"} if self.o.dry_run == "server" else None
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
-        if query:  # with a body, the API server reads DeleteOptions from it and ignores the query
-            body["dryRun"] = ["All"]
-        try:
-            self.t.request("DELETE", resource.path(namespace, name), query=query, body=body)
-        except ApiError as exc:
-            if exc.status == 404:
-                self._record(
-                    (display, namespace), Outcome(resource.display, name, "gone", namespace, message="not found")
-                )
-                return False
-            raise ClusterError(f"cannot delete {display}: {_explain(exc, 'delete', resource)}") from exc
-        self._record(
-            (display, namespace), Outcome(resource.display, name, "deleted", namespace, dry_run=self.o.dry_run)
-        )
+        for crd in crds:
+            crd.blocked = crd.counting
         return True
 
-    def _exists(self, resource: Resource, name: str, namespace: str | None) -> bool:
+    def _drain(self, inflight: set[Future[object]]) -> None:
+        while inflight:
+            done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
+            self._finished(done)
+
+    def _finished(self, done: set[Future[object]]) -> None:
+        for future in done:
+            future.result()  # jobs contain their failures; this re-raises only a bug
+        self._progress.done += len(done)
+        self._on_progress(Progress("unfinalize", self._progress.done, self._progress.total))
+
+    def _jobs(self, crds: list[_CrdState], objects: list[_ObjectState]) -> Iterator[Callable[[], object]]:
+        for state in crds:
+            yield from self._crd_jobs(state)
+        for obj in objects:
+            yield partial(self._contain, obj.ref, "free", partial(self._free_object, obj))
+
+    def _crd_jobs(self, state: _CrdState) -> Iterator[Callable[[], object]]:
+        options = self.options
+        query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
+        state.listed = True
         try:
-            self.t.request("GET", resource.path(namespace, name), accept=_METADATA_OBJECT)
+            for page in self.cluster.list_meta(state.crd.resource, query):
+                for meta in page:
+                    self._seen.add(meta.uid)
+                    if self._wanted(meta):
+                        yield partial(self._free_instance, state, meta)
+        except UnfinalizeError as exc:
+            state.listed = False
+            message = diagnose.list_failure(exc, state.crd.resource)
+            self.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
+
+    def _wanted(self, meta: ObjectMeta) -> bool:
+        if self.options.only_terminating and not meta.terminating:
+            return False
+        return bool(self.options.removable(list(meta.finalizers)))
+
+    # ------------------------------------------------------------------ jobs
+    def _free_instance(self, state: _CrdState, meta: ObjectMeta) -> None:
+        if not self._contain(meta.ref, "free", partial(self._delete_then_free, meta)):
+            with self._lock:
+                state.counting += 1
+
+    def _delete_then_free(self, meta: ObjectMeta) -> bool:
+        """Instances are deleted silently (the CRD's own line says it): the DELETE is
+        there to set the deletionTimestamp before the finalizers go."""
+        options = self.options
+        if options.delete and not meta.terminating and options.dry_run.sends_writes:
+            deleted = self.cluster.delete(meta.ref, options.dry_run)
+            if deleted is None or deleted.remaining is None:
+                return True  # gone already, or gone at once
+            meta = deleted.remaining
+        return self._free(meta)
+
+    def _free_object(self, obj: _ObjectState) -> bool:
+        """A single object from a manifest."""
+        if self.options.delete and not obj.deleted:
+            return self._delete_object(obj)
+        meta = self.cluster.get_meta(obj.ref)
+        if meta is None:
+            return True if obj.deleted else self._missing(obj.ref)
+        if obj.uid and meta.uid != obj.uid:
+            return True  # re-created: the wait reports it
+        return self._free_known(meta)
+
+    def _delete_object(self, obj: _ObjectState) -> bool:
+        """Delete first; the DELETE's answer says whether finalizers hold the object, so
+        freeing it needs no read."""
+        dry_run = self.options.dry_run
+        if dry_run is DryRun.CLIENT:
+            meta = self.cluster.get_meta(obj.ref)
+            if meta is None:
+                return self._missing(obj.ref)
+            obj.deleted = True
+            self.book.add(obj.ref, Action.DELETED)
+            return self._free_known(meta)
+        deleted = self.cluster.delete(obj.ref, dry_run)
+        if deleted is None:
+            return self._missing(obj.ref)
+        obj.deleted, obj.uid = True, deleted.uid
+        self.book.add(obj.ref, Action.DELETED)
+        return True if deleted.remaining is None else self._free_known(deleted.remaining)
+
+    def _free_known(self, meta: ObjectMeta) -> bool:
+        self._seen.add(meta.uid)
+        return self._free(meta) if self.options.removable(list(meta.finalizers)) else True
+
+    def _missing(self, ref: ObjectRef) -> bool:
+        self.book.record(ObjectKey.of(ref), self.book.outcome(ref, Action.GONE, message="not found"), first_only=True)
+        return True
+
+    def _free(self, meta: ObjectMeta) -> bool:
+        """Remove the finalizers this run removes; True when the object is free."""
+        options = self.options
+        removed = options.removable(list(meta.finalizers))
+        for _ in range(CONFLICT_RETRIES):
+            keep = tuple(f for f in meta.finalizers if f not in removed) if options.finalizers else None
+            if options.dry_run is not DryRun.CLIENT:
+                try:
+                    self.cluster.patch_finalizers(meta, keep, options.dry_run)
+                except NotFound as exc:
+                    if exc.ambiguous:  # the connection dropped after the server applied our patch
+                        return self._freed(meta, removed, "gone right after the patch")
+                    self.book.of(meta, Action.GONE, [], "already gone")
+                    return True
+                except Conflict:
+                    fresh = self.cluster.get_meta(meta.ref)
+                    if fresh is None or fresh.uid != meta.uid:
+                        self.book.of(meta, Action.GONE, [], "already gone")
+                        return True
+                    meta, removed = fresh, options.removable(list(fresh.finalizers))
+                    if not removed:
+                        return True
+                    continue
+            return self._freed(meta, removed)
+        self.book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
+        return False
+
+    def _freed(self, meta: ObjectMeta, removed: list[str], message: str = "") -> bool:
+        if not meta.terminating and not self.options.delete:
+            self._live.add(ObjectKey.of(meta.ref))
+        self.book.of(meta, Action.UNFINALIZED, removed, message)
+        return True
+
+    def _contain(self, ref: ObjectRef, verb: str, job: Callable[[], bool]) -> bool:
+        """Run one object's job on a worker; its failure becomes its outcome."""
+        try:
+            return job()
+        except UnfinalizeError as exc:
+            self.book.add(ref, Action.FAILED, message=diagnose.explain(exc, verb, ref.resource))
+        except Exception as exc:  # noqa: BLE001 - contained: one object's bug must not lose the report
+            self.book.add(ref, Action.FAILED, message=f"unexpected {type(exc).__name__}: {exc}")
+        return False
+
+    # --------------------------------------------------------------- CRDs
+    def _delete_crds(self, pool: ThreadPoolExecutor, states: list[_CrdState]) -> None:
+        list(pool.map(lambda s: self._contain(crd_ref(s.crd.name), "delete", lambda: self._delete_crd(s)), states))
+
+    def _delete_crd(self, state: _CrdState) -> bool:
+        ref = crd_ref(state.crd.name)
+        dry_run = self.options.dry_run
+        if dry_run is DryRun.CLIENT:
+            found = self.cluster.get_meta(ref)
+            state.uid = found.uid if found else ""
+            if found is not None:
+                self.book.add(ref, Action.DELETED)
             return True
-        except ApiError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        deleted = self.cluster.delete(ref, dry_run)
+        if deleted is None:
+            state.uid = ""
+            self.book.add(ref, Action.GONE, message="not found")
+            return True
+        state.uid = deleted.uid
+        self.book.add(ref, Action.DELETED)
+        return True
 
-    # -------------------------------------------------------------- checking
-    def _final_check(self, crds: list[CRD], objects: list[ObjectRef]) -> None:
-        """Without --delete a live controller may put finalizers back: name the objects."""
-        cleared = {k for k, o in self._outcomes.items() if o.action == "unfinalized"}
-        if not cleared:
-            return
-        time.sleep(self.o.settle)
-        items = [i for crd in crds for i in self._list(crd)]
-        items += [i for ref in objects if (i := self._get(ref)) is not None]
-        for item in items:
-            if item.key in cleared and self._removable(item.finalizers):
-                culprit = f"; likely re-added by {', '.join(item.managers)}" if item.managers else ""
-                self._record(
-                    item.key,
-                    self._make(
-                        item,
-                        "refinalized",
-                        self._removable(item.finalizers),
-                        f"finalizers came back{culprit}: is a controller still running?",
-                    ),
-                )
-
-    def _diagnose(self, crds: list[CRD], objects: list[ObjectRef]) -> None:
-        """On timeout, say exactly what still blocks: objects, finalizers, CRD conditions."""
-        for crd in crds:
-            remaining = [i for i in self._list(crd)]
-            try:
-                obj = self.t.request("GET", CRD_RESOURCE.path(None, crd.name))
-            except ApiError:
-                obj = {}
-            conditions = [
-                f"{c.get('type')}={c.get('status')}: {c.get('message', '')}".strip()
-                for c in (obj.get("status") or {}).get("conditions") or []
-                if c.get("type") in ("Terminating", "NamesAccepted", "Established") and c.get("message")
-            ]
-            waiting = [f"{i.namespace + '/' if i.namespace else ''}{i.name} {i.finalizers}" for i in remaining[:5]]
-            more = f" and {len(remaining) - 5} more" if len(remaining) > 5 else ""
-            parts = [
-                f"{len(remaining)} {crd.resource.qualified} remain"
-                + (": " + ", ".join(waiting) + more if waiting else "")
-            ]
-            parts += conditions
-            finalizers = (obj.get("metadata") or {}).get("finalizers") or []
-            if finalizers and not remaining:
-                parts.append(f"CRD finalizers {finalizers}")
-            self._record(
-                ("blocking", crd.name), Outcome(CRD_RESOURCE.display, crd.name, "blocking", message="; ".join(parts))
-            )
-        for ref in objects:
-            item = self._get(ref)
-            if item is not None:
-                message = (
-                    f"finalizers {item.finalizers}"
-                    if item.finalizers
-                    else "still terminating (no finalizers; waiting for the garbage collector?)"
-                )
-                self._record(("blocking",) + item.key, self._make(item, "blocking", item.finalizers, message))
-
-    # --------------------------------------------------------------- helpers
-    def _make(self, item: _Item, action, finalizers: list[str], message: str = "") -> Outcome:
-        return Outcome(
-            item.resource.display, item.name, action, item.namespace, list(finalizers), message, self.o.dry_run
-        )
-
-    def _record(self, key: tuple, outcome: Outcome, first_only: bool = False) -> None:
-        """Keep one outcome per object; tell the listener when it changes. Thread-safe:
-        deletes and existence checks run on the worker threads."""
-        with self._lock:
-            previous = self._outcomes.get(key)
-            if previous is not None:
-                if first_only or (previous.action == outcome.action and previous.finalizers == outcome.finalizers):
-                    return
-                if previous.action == "unfinalized" and outcome.action == "gone":
-                    return
-            self._outcomes[key] = outcome
-            self._on_outcome(outcome)
-
-    def _whoami(self) -> str:
+    def _exists(self, ref: ObjectRef, uid: str) -> bool:
+        """Still there with the uid this run deleted; a re-created object is reported,
+        not waited on (kubectl's wait compares uids the same way)."""
         try:
-            review = self.t.request(
-                "POST",
-                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            meta = self.cluster.get_meta(ref)
+        except UnfinalizeError:
+            return True  # cannot tell now; the next round asks again, the deadline bounds it
+        if meta is None:
+            return False
+        if meta.uid != uid:
+            self.book.add(ref, Action.RECREATED, message=f"deleted, then re-created (new uid {meta.uid})")
+            return False
+        return True
+
+    def _diagnose(self, crds: list[_CrdState], objects: list[_ObjectState], why: str) -> None:
+        grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
+        undeleted = [c for c in crds if self.options.delete and c.uid is None]
+        for state in undeleted:
+            self.book.add(
+                crd_ref(state.crd.name),
+                Action.BLOCKING,
+                message=f"{why}: not deleted, because {state.blocked} of its objects could not be freed"
+                if state.blocked
+                else f"{why}: not deleted",
+                aspect="b",
             )
-            user = ((review.get("status") or {}).get("userInfo") or {}).get("username")
-            return f"user {user!r} " if user else ""
-        except ClusterError:
-            return ""
-
-
-_METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-
-
-def _item(resource: Resource, obj: dict) -> _Item:
-    meta = obj.get("metadata") or {}
-    managers = [
-        entry.get("manager", "")
-        for entry in meta.get("managedFields") or []
-        if "f:finalizers" in ((entry.get("fieldsV1") or {}).get("f:metadata") or {})
-    ]
-    return _Item(
-        resource=resource,
-        name=meta.get("name", ""),
-        namespace=meta.get("namespace") or None,
-        uid=meta.get("uid", ""),
-        resource_version=meta.get("resourceVersion", ""),
-        finalizers=list(meta.get("finalizers") or []),
-        terminating=bool(meta.get("deletionTimestamp")),
-        managers=[m for m in managers if m],
-    )
-
-
-def _outcome_for_ref(ref: ObjectRef, action, message: str, dry_run: DryRun) -> Outcome:
-    return Outcome(ref.resource.display, ref.name, action, ref.namespace, message=message, dry_run=dry_run)
-
-
-def _explain(exc: ApiError, verb: str, resource: Resource) -> str:
-    if exc.status == 403:
-        return f"forbidden: cannot {verb} {resource.qualified} (RBAC): {exc}"
-    if exc.status in (400, 422) and "webhook" in str(exc):
-        return f"rejected by an admission webhook: {exc}"
-    return f"{exc.status} {exc.reason}: {exc}"
+        diagnose.blocking(
+            grace, self.options, self.book, [c.crd for c in crds if c not in undeleted], [o.ref for o in objects], why
+        )

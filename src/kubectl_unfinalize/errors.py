@@ -1,42 +1,129 @@
-"""Errors a user can act on. cli.main maps each class to an exit code, nowhere else."""
+"""Errors a user can act on, and the exit codes they become (mapped once, in cli.main)."""
 
 from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+
+class ExitStatus(IntEnum):
+    """The command line's exit codes; DESIGN.md promises these four and no others."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    INTERRUPTED = 130
 
 
 class UnfinalizeError(Exception):
     """Base class: the message is one line a user can read without a traceback."""
 
+    exit_status = ExitStatus.FAILED
+
 
 class InputError(UnfinalizeError):
     """Bad flag value, bad manifest, unknown CRD: the user must change the command."""
 
+    exit_status = ExitStatus.USAGE
+
 
 class ConfigError(UnfinalizeError):
     """No usable cluster configuration (missing kubeconfig, unknown context, bad flag)."""
+
+    exit_status = ExitStatus.USAGE
+
+
+class IncompleteError(UnfinalizeError):
+    """Raised by Report.raise_for_failure: something is still blocked."""
 
 
 class ClusterError(UnfinalizeError):
     """The cluster refused or could not be reached; nothing more could be done."""
 
 
-class ApiError(ClusterError):
-    """An API request failed with an HTTP status the engine could not handle."""
+class Unreachable(ClusterError):
+    """Connection refused, DNS failure, TLS failure, or out of time while retrying those."""
 
-    def __init__(self, status: int, reason: str, message: str, method: str = "", path: str = "") -> None:
+
+class PermissionDenied(ClusterError):
+    """RBAC forbids a verb the plan needs; raised before anything is changed."""
+
+
+class ApiError(ClusterError):
+    """The API server answered with a status the caller must decide about.
+
+    Keeps the server's Status (reason, details.causes, metadata.continue) because what to
+    do next depends on it: a 410 on a list carries a token to go on with, a denied write
+    names the admission plugin or webhook in its causes.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        method: str = "",
+        path: str = "",
+        *,
+        details: dict[str, Any] | None = None,
+        continue_token: str = "",
+        retry_after: float | None = None,
+        ambiguous: bool = False,
+    ) -> None:
         self.status = status
-        self.reason = reason
+        self.reason = reason  # the Status reason (NotFound, Conflict, ...) or the HTTP reason phrase
         self.method = method
         self.path = path
+        self.details = details or {}
+        self.continue_token = continue_token
+        self.retry_after = retry_after
+        # An earlier attempt of this request failed in flight: the server may have applied it.
+        self.ambiguous = ambiguous
         super().__init__(message or f"{status} {reason}")
 
     @property
     def message(self) -> str:
         return str(self)
 
+    @property
+    def causes(self) -> list[str]:
+        return [str(c.get("message") or c.get("reason") or "") for c in self.details.get("causes") or []]
 
-class Unreachable(ClusterError):
-    """Connection refused, DNS failure, TLS failure or request timeout."""
+
+class NotFound(ApiError):
+    """404: for a write, the object is already gone."""
 
 
-class PermissionDenied(ClusterError):
-    """RBAC forbids a verb the plan needs; raised before anything is changed."""
+class Conflict(ApiError):
+    """409: a resourceVersion precondition failed; re-read and try again."""
+
+
+class Gone(ApiError):
+    """410: a continue token expired (etcd compacted); the Status may carry a new one."""
+
+
+class Forbidden(ApiError):
+    """403: RBAC, or a terminating namespace or CRD refusing a create."""
+
+
+class Invalid(ApiError):
+    """400/422: the server or an admission check (webhook, policy) rejected the request."""
+
+
+class TooManyRequests(ApiError):
+    """429: API Priority and Fairness (or a webhook) asks to slow down."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: Invalid,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+def api_error_class(status: int) -> type[ApiError]:
+    return _BY_STATUS.get(status, ApiError)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import InputError
 
@@ -16,7 +16,7 @@ EXTENSIONS = (".yaml", ".yml", ".json")
 class Document:
     source: str
     index: int
-    body: dict
+    body: dict[str, Any]
 
     @property
     def where(self) -> str:

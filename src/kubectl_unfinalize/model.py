@@ -1,21 +1,16 @@
-"""Plain data shared by the layers: what was selected, and what happened to it."""
+"""Plain data shared by the layers: what was selected, what was seen, what happened."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
 
-from .errors import UnfinalizeError
+from .errors import IncompleteError
+from .options import DryRun
 
-
-class IncompleteError(UnfinalizeError):
-    """Raised by Report.raise_for_failure: something is still blocked."""
-
-
-CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 CRD_RESOURCE_GROUP = "apiextensions.k8s.io"
-
-DryRun = Literal["client", "server"] | None
 
 
 @dataclass(frozen=True)
@@ -50,7 +45,7 @@ class Resource:
 CRD_RESOURCE = Resource(CRD_RESOURCE_GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CRD:
     """A CustomResourceDefinition and the resource it serves."""
 
@@ -58,17 +53,48 @@ class CRD:
     resource: Resource
     singular: str = ""
     short_names: tuple[str, ...] = ()
-    terminating: bool = False
-    conditions: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """One object a manifest declared (any kind, built-in or custom)."""
+    """One object by name (any kind, built-in or custom); a CRD is one too."""
 
     resource: Resource
     name: str
     namespace: str | None = None
+
+    @property
+    def display(self) -> str:
+        return f"{self.resource.display}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ObjectMeta:
+    """One object as a metadata-only read shows it: only what the engine decides on."""
+
+    ref: ObjectRef
+    uid: str
+    resource_version: str
+    finalizers: tuple[str, ...]
+    terminating: bool
+    managers: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, resource: Resource, obj: dict[str, Any]) -> ObjectMeta:
+        meta = obj.get("metadata") or {}
+        managers = [
+            str(entry.get("manager") or "")
+            for entry in meta.get("managedFields") or []
+            if "f:finalizers" in ((entry.get("fieldsV1") or {}).get("f:metadata") or {})
+        ]
+        return cls(
+            ref=ObjectRef(resource, str(meta.get("name", "")), meta.get("namespace") or None),
+            uid=str(meta.get("uid", "")),
+            resource_version=str(meta.get("resourceVersion", "")),
+            finalizers=tuple(meta.get("finalizers") or ()),
+            terminating=bool(meta.get("deletionTimestamp")),
+            managers=tuple(m for m in managers if m),
+        )
 
 
 @dataclass
@@ -83,12 +109,40 @@ class Targets:
         return bool(self.crds or self.objects)
 
 
-Action = Literal["unfinalized", "deleted", "gone", "failed", "refinalized", "blocking"]
+class Action(str, Enum):
+    """What happened to one object. The values are stable for -o json consumers."""
+
+    UNFINALIZED = "unfinalized"
+    DELETED = "deleted"
+    GONE = "gone"
+    RECREATED = "recreated"
+    FAILED = "failed"
+    REFINALIZED = "refinalized"
+    BLOCKING = "blocking"
+
+    @property
+    def is_failure(self) -> bool:
+        return self in (Action.FAILED, Action.REFINALIZED, Action.BLOCKING)
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    """Identity of one outcome: an object, or one aspect of it (a failed list of a CRD's
+    objects, the diagnosis of what still blocks it) reported beside it."""
+
+    resource: str
+    namespace: str | None
+    name: str
+    aspect: str = ""
+
+    @classmethod
+    def of(cls, ref: ObjectRef, aspect: str = "") -> ObjectKey:
+        return cls(ref.resource.qualified, ref.namespace, ref.name, aspect)
 
 
 @dataclass
 class Outcome:
-    """What happened to one object. `action` values are stable for -o json consumers."""
+    """What happened to one object."""
 
     resource: str
     name: str
@@ -96,64 +150,98 @@ class Outcome:
     namespace: str | None = None
     finalizers: list[str] = field(default_factory=list)
     message: str = ""
-    dry_run: DryRun = None
+    dry_run: DryRun = DryRun.NONE
+
+    def __post_init__(self) -> None:
+        self.action = Action(self.action)
+        self.dry_run = DryRun.parse(self.dry_run)
 
     @property
     def ref(self) -> str:
         return f"{self.resource}/{self.name}"
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "name": self.name,
+            "action": self.action.value,
+            "namespace": self.namespace,
+            "finalizers": list(self.finalizers),
+            "message": self.message,
+        }
+
 
 @dataclass
 class Report:
-    """Everything a run did; returned by the API, rendered by report.py."""
+    """Everything a run did; returned by the API, rendered by report.py.
+
+    `counts` counts every outcome as it was reported (one per line a person saw), so the
+    summary agrees with the lines even when an object was freed and then re-finalized;
+    `outcomes` keeps the last word on each object.
+    """
 
     outcomes: list[Outcome] = field(default_factory=list)
+    counts: Counter[Action] = field(default_factory=Counter)
     scanned: int = 0
     seconds: float = 0.0
     timed_out: bool = False
-    dry_run: DryRun = None
+    interrupted: bool = False
+    dry_run: DryRun = DryRun.NONE
     skipped: list[str] = field(default_factory=list)
     aborted: bool = False
+    error: str = ""  # what stopped progress, when something did
+
+    def __post_init__(self) -> None:
+        if self.outcomes and not self.counts:  # a Report built by hand counts what it holds
+            self.counts = Counter(o.action for o in self.outcomes)
 
     def count(self, action: Action) -> int:
-        return sum(1 for outcome in self.outcomes if outcome.action == action)
+        return self.counts[action]
 
     @property
     def failed(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.action in ("failed", "refinalized", "blocking")]
+        return [o for o in self.outcomes if o.action.is_failure]
+
+    @property
+    def failures(self) -> int:
+        return sum(n for action, n in self.counts.items() if action.is_failure)
 
     @property
     def ok(self) -> bool:
-        return not self.timed_out and not self.failed
+        return not (self.timed_out or self.interrupted or self.error or self.failed)
 
     def raise_for_failure(self) -> Report:
         """For test teardowns: turn a partial result into an exception that says why."""
         if not self.ok:
-            lines = [f"{o.ref}: {o.action} {o.message}".strip() for o in self.failed]
+            lines = [f"{o.ref}: {o.action.value} {o.message}".strip() for o in self.failed]
+            if self.error:
+                lines.insert(0, self.error)
             if self.timed_out:
                 lines.insert(0, "timed out")
             raise IncompleteError("; ".join(lines))
         return self
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        items = sorted(self.outcomes, key=lambda o: (o.resource, o.namespace or "", o.name, o.action.value))
         return {
             "ok": self.ok,
-            "dryRun": self.dry_run or "none",
+            "dryRun": self.dry_run.value,
             "timedOut": self.timed_out,
             "seconds": round(self.seconds, 3),
             "summary": {
                 "scanned": self.scanned,
-                "unfinalized": self.count("unfinalized"),
-                "deleted": self.count("deleted"),
-                "gone": self.count("gone"),
-                "failed": len(self.failed),
+                "unfinalized": self.count(Action.UNFINALIZED),
+                "deleted": self.count(Action.DELETED),
+                "gone": self.count(Action.GONE),
+                "failed": self.failures,
             },
+            "error": self.error,
             "skipped": list(self.skipped),
-            "items": [{k: v for k, v in asdict(o).items() if k != "dry_run"} for o in self.outcomes],
+            "items": [o.to_dict() for o in items],
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Progress:
     """Periodic engine progress; the CLI decides whether and how to show it."""
 

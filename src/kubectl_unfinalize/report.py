@@ -8,37 +8,40 @@ import time
 from typing import IO
 
 from .durations import format_seconds
-from .model import Outcome, Progress, Report
+from .model import CRD_RESOURCE, Action, Outcome, Progress, Report, Targets
+from .options import DryRun
 
 _VERBS = {
-    "unfinalized": "unfinalized",
-    "deleted": "deleted",
-    "gone": "already gone",
-    "failed": "failed",
-    "refinalized": "finalizers came back",
-    "blocking": "still blocking",
+    Action.UNFINALIZED: "unfinalized",
+    Action.DELETED: "deleted",
+    Action.GONE: "already gone",
+    Action.RECREATED: "re-created",
+    Action.FAILED: "failed",
+    Action.REFINALIZED: "finalizers came back",
+    Action.BLOCKING: "still blocking",
 }
-_DRY = {"client": " (dry run)", "server": " (server dry run)", None: ""}
-_COLORS = {"failed": "31", "refinalized": "33", "blocking": "31"}
+_DRY = {DryRun.CLIENT: " (dry run)", DryRun.SERVER: " (server dry run)", DryRun.NONE: ""}
+_COLORS = {Action.FAILED: "31", Action.REFINALIZED: "33", Action.BLOCKING: "31"}
+_EXPLAINED = (Action.FAILED, Action.REFINALIZED, Action.BLOCKING, Action.RECREATED)
 
 
 def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) -> str | None:
     """One kubectl-style line, or None when this output format does not show it."""
     if output == "name":
-        return outcome.ref if outcome.action in ("unfinalized", "deleted") else None
+        return outcome.ref if outcome.action in (Action.UNFINALIZED, Action.DELETED) else None
     verb = _VERBS[outcome.action]
-    if outcome.action == "gone" and outcome.message == "not found":
+    if outcome.action == Action.GONE and outcome.message == "not found":
         verb = "not found (skipped)"
     details = []
     if outcome.namespace:
         details.append(f"namespace {outcome.namespace}")
-    if outcome.finalizers and outcome.action in ("unfinalized", "refinalized", "blocking", "failed"):
-        label = "removed" if outcome.action == "unfinalized" else "finalizers"
+    if outcome.finalizers and outcome.action in (Action.UNFINALIZED, *_EXPLAINED):
+        label = "removed" if outcome.action == Action.UNFINALIZED else "finalizers"
         details.append(f"{label} {', '.join(outcome.finalizers)}")
     text = f"{outcome.ref} {verb}"
     if details:
         text += f" ({'; '.join(details)})"
-    if outcome.message and outcome.action in ("failed", "refinalized", "blocking"):
+    if outcome.message and outcome.action in _EXPLAINED:
         text += f": {outcome.message}"
     text += _DRY[outcome.dry_run]
     if color and outcome.action in _COLORS:
@@ -49,14 +52,16 @@ def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) ->
 def summary_line(report: Report) -> str:
     parts = [
         f"{report.scanned} scanned",
-        f"{report.count('unfinalized')} unfinalized",
-        f"{report.count('gone')} already gone",
-        f"{len(report.failed)} failed",
-        f"{report.count('deleted')} deleted",
+        f"{report.count(Action.UNFINALIZED)} unfinalized",
+        f"{report.count(Action.GONE)} already gone",
+        f"{report.failures} failed",
+        f"{report.count(Action.DELETED)} deleted",
     ]
     text = ", ".join(parts) + f" in {format_seconds(report.seconds)}"
     if report.timed_out:
         text = "timed out: " + text
+    elif report.interrupted:
+        text = "interrupted: " + text
     return text + _DRY[report.dry_run]
 
 
@@ -101,13 +106,12 @@ class ProgressDisplay:
             self._shown = False
 
 
-def plan_lines(targets, delete: bool) -> list[str]:
+def plan_lines(targets: Targets, delete: bool) -> list[str]:
     """What -i shows before asking."""
     verb = "delete and free" if delete else "free the custom resources of"
     lines = [f"will {verb}:"]
-    lines += [f"  customresourcedefinition.apiextensions.k8s.io/{c.name}" for c in targets.crds]
+    lines += [f"  {CRD_RESOURCE.display}/{c.name}" for c in targets.crds]
     lines += [
-        f"  {ref.resource.display}/{ref.name}" + (f" (namespace {ref.namespace})" if ref.namespace else "")
-        for ref in targets.objects
+        f"  {ref.display}" + (f" (namespace {ref.namespace})" if ref.namespace else "") for ref in targets.objects
     ]
     return lines

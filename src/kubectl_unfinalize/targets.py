@@ -1,34 +1,60 @@
-"""What the user named -> CRDs and objects that exist in the cluster.
+"""What the user named -> CRDs and objects that exist in the cluster (reads only).
 
-Names are matched the way kubectl matches resource names, but only against CRDs:
-the full CRD name, plural, singular, kind or short name, each optionally followed by
-`.group`. Ambiguity and no match are input errors that list the candidates.
+Names are matched the way kubectl matches resource names, but only against CRDs: the
+full CRD name, plural, singular, kind or short name, each optionally followed by
+`.group`. A full CRD name is read by GET; only other spellings list the CRDs, page by
+page, keeping just their names. Ambiguity and no match are input errors that list the
+candidates.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from .errors import ApiError, InputError
+from .cluster import Cluster, ListQuery, crd_ref
+from .errors import InputError
 from .manifests import Document
 from .model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, ObjectRef, Resource, Targets
-from .transport import Transport
+from .options import Selection
 
 
-def list_crds(transport: Transport, label_selector: str | None = None, chunk_size: int = 500) -> list[CRD]:
-    items: list[dict] = []
-    token = None
-    while True:
-        query = {"labelSelector": label_selector, "limit": chunk_size, "continue": token}
-        page = transport.request("GET", CRD_RESOURCE.path(), query=query)
-        items += page.get("items") or []
-        token = (page.get("metadata") or {}).get("continue")
-        if not token:
-            return [crd_from_object(item) for item in items]
+def resolve(cluster: Cluster, selection: Selection, documents: list[Document], namespace: str) -> Targets:
+    """Turn what the user named into existing CRDs and objects. `namespace` is where
+    manifest objects without one live (the kubeconfig's, or -n)."""
+    targets = Targets()
+    if selection.crds:
+        targets.crds = resolve_names(cluster, list(selection.crds))
+        if selection.group:
+            targets.crds = [c for c in targets.crds if c.resource.group == selection.group]
+    elif selection.group or selection.crd_selector:
+        crds = list_crds(cluster, selection.crd_selector)
+        targets.crds = [c for c in crds if not selection.group or c.resource.group == selection.group]
+    if documents:
+        declared = resolve_documents(cluster, documents, namespace)
+        known = {c.name for c in targets.crds}
+        targets.crds += [c for c in declared.crds if c.name not in known]
+        targets.objects = declared.objects
+        targets.missing = declared.missing
+    return targets
 
 
-def crd_from_object(obj: dict) -> CRD:
+def list_crds(cluster: Cluster, label_selector: str | None = None, chunk_size: int = 500) -> list[CRD]:
+    """Every CRD, reduced page by page to its names: schemas never pile up."""
+    return [crd_from_object(obj) for page in _crd_pages(cluster, label_selector, chunk_size) for obj in page]
+
+
+def _crd_pages(cluster: Cluster, label_selector: str | None, chunk_size: int) -> Iterator[list[dict[str, Any]]]:
+    return cluster.list_objects(CRD_RESOURCE, ListQuery(label_selector=label_selector, limit=chunk_size))
+
+
+def get_crd(cluster: Cluster, name: str) -> CRD | None:
+    obj = cluster.get(crd_ref(name))
+    return None if obj is None else crd_from_object(obj)
+
+
+def crd_from_object(obj: dict[str, Any]) -> CRD:
     spec = obj.get("spec") or {}
     names = spec.get("names") or {}
     versions = spec.get("versions") or []
@@ -41,14 +67,11 @@ def crd_from_object(obj: dict) -> CRD:
         kind=names.get("kind", ""),
         namespaced=spec.get("scope", "Namespaced") == "Namespaced",
     )
-    meta = obj.get("metadata") or {}
     return CRD(
-        name=meta.get("name", ""),
+        name=(obj.get("metadata") or {}).get("name", ""),
         resource=resource,
         singular=names.get("singular") or names.get("kind", "").lower(),
         short_names=tuple(names.get("shortNames") or ()),
-        terminating=bool(meta.get("deletionTimestamp")),
-        conditions=list((obj.get("status") or {}).get("conditions") or []),
     )
 
 
@@ -77,15 +100,24 @@ def match_name(name: str, crds: Iterable[CRD]) -> list[CRD]:
     return list(unique.values())
 
 
-def resolve_names(names: list[str], crds: list[CRD]) -> list[CRD]:
+def resolve_names(cluster: Cluster, names: list[str]) -> list[CRD]:
+    """A name with a dot may be the CRD's own name: one GET answers it. Anything else
+    needs the list of CRDs, fetched once for all such names."""
     selected: dict[str, CRD] = {}
+    listed: list[CRD] | None = None
     for name in names:
-        matches = match_name(name, crds)
+        crd = get_crd(cluster, name.lower()) if "." in name else None
+        if crd is not None:
+            selected.setdefault(crd.name, crd)
+            continue
+        if listed is None:
+            listed = list_crds(cluster)
+        matches = match_name(name, listed)
         if not matches:
-            raise InputError(_unknown(name, crds))
+            raise InputError(_unknown(name, listed))
         if len(matches) > 1:
-            listed = ", ".join(sorted(c.name for c in matches))
-            raise InputError(f"{name!r} is ambiguous: it matches {listed}; use the full CRD name")
+            shown = ", ".join(sorted(c.name for c in matches))
+            raise InputError(f"{name!r} is ambiguous: it matches {shown}; use the full CRD name")
         selected.setdefault(matches[0].name, matches[0])
     return list(selected.values())
 
@@ -97,63 +129,51 @@ def _unknown(name: str, crds: list[CRD]) -> str:
     return f"no CustomResourceDefinition matches {name!r}{hint}"
 
 
-def resolve_documents(transport: Transport, documents: list[Document], crds: list[CRD], namespace: str) -> Targets:
+def resolve_documents(cluster: Cluster, documents: list[Document], namespace: str) -> Targets:
     """CRD documents select the CRD; any other document selects that one object."""
-    by_name = {c.name: c for c in crds}
     targets = Targets()
-    resolver = _KindResolver(transport, crds)
-    seen: set[tuple] = set()
+    resolver = _KindResolver(cluster)
+    seen_crds: set[str] = set()
+    seen_objects: set[ObjectRef] = set()
     for doc in documents:
         body = doc.body
         api_version, kind, name = body["apiVersion"], body["kind"], body["metadata"]["name"]
         group = api_version.rpartition("/")[0] if "/" in api_version else ""
         if kind == "CustomResourceDefinition" and group == CRD_RESOURCE_GROUP:
-            crd = by_name.get(name)
+            if name in seen_crds:
+                continue
+            seen_crds.add(name)
+            crd = get_crd(cluster, name)
             if crd is None:
-                targets.missing.append(f"customresourcedefinition.{CRD_RESOURCE_GROUP}/{name}")
-            elif name not in seen:
-                seen.add(name)
+                targets.missing.append(f"{CRD_RESOURCE.display}/{name}")
+            else:
                 targets.crds.append(crd)
             continue
         resource = resolver.resolve(api_version, kind)
-        display = f"{kind.lower()}.{group}" if group else kind.lower()
         if resource is None:
-            targets.missing.append(f"{display}/{name}")
+            targets.missing.append(f"{Resource(group, '', '', kind, False).display}/{name}")
             continue
         ns = (body["metadata"].get("namespace") or namespace) if resource.namespaced else None
         ref = ObjectRef(resource, name, ns)
-        if ref not in seen:
-            seen.add(ref)
+        if ref not in seen_objects:
+            seen_objects.add(ref)
             targets.objects.append(ref)
     return targets
 
 
 class _KindResolver:
-    """apiVersion + kind -> Resource, from the CRD list first, then discovery."""
+    """apiVersion + kind -> Resource through discovery (served CRDs are listed there
+    too, terminating ones included), one request per group version."""
 
-    def __init__(self, transport: Transport, crds: list[CRD]) -> None:
-        self.transport = transport
-        self.cache: dict[str, list[dict] | None] = {}
-        self.crds = {(c.resource.group, c.resource.kind): c for c in crds}
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.cache: dict[str, list[dict[str, Any]] | None] = {}
 
     def resolve(self, api_version: str, kind: str) -> Resource | None:
         group, _, version = api_version.rpartition("/")
-        crd = self.crds.get((group, kind))
-        if crd is not None:
-            r = crd.resource
-            return Resource(r.group, version or r.version, r.plural, r.kind, r.namespaced)
-        for entry in self._discover(api_version) or []:
+        if api_version not in self.cache:
+            self.cache[api_version] = self.cluster.discover(api_version)
+        for entry in self.cache[api_version] or []:
             if entry.get("kind") == kind and "/" not in entry.get("name", ""):
                 return Resource(group, version, entry["name"], kind, bool(entry.get("namespaced")))
         return None
-
-    def _discover(self, api_version: str) -> list[dict] | None:
-        if api_version not in self.cache:
-            path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-            try:
-                self.cache[api_version] = self.transport.request("GET", path).get("resources") or []
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
-                self.cache[api_version] = None
-        return self.cache[api_version]

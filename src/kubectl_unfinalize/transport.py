@@ -1,4 +1,4 @@
-"""HTTP to the API server with the retry rules the design asks for.
+"""HTTP to the API server: retries, one deadline, typed errors, request logs.
 
 The kubernetes client loads kubeconfig, credentials and TLS settings; its generated API
 classes are bypassed because they cannot ask for metadata-only lists, pick a patch type
@@ -12,26 +12,38 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
 
 from ._version import __version__
-from .errors import ApiError, Unreachable
+from .deadline import NO_DEADLINE, Deadline
+from .errors import ApiError, Unreachable, api_error_class
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 RETRY_STATUSES = {429, 500, 502, 503, 504}
-MAX_ATTEMPTS = 8
-MAX_ATTEMPTS_500 = 3
-MAX_CONNECT_ATTEMPTS = 4
+MAX_ATTEMPTS = 8  # without a deadline (completion, tools): a few seconds of retrying
+MAX_ATTEMPTS_500 = 3  # a 500 is often lasting (a dead conversion webhook)
+MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likely a wrong address than an outage
+MAX_BACKOFF = 2.0  # an API server restart takes seconds: notice its return quickly
+MAX_RETRY_AFTER = 30.0
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+LOG_BODY = 1000
+
+Log = Callable[[str], None]
 
 
 class Transport:
-    """One connection pool shared by every worker thread."""
+    """One connection pool shared by every worker thread.
+
+    `verbosity` follows kubectl's -v: 6 logs one line per request, 8 adds bodies
+    (truncated). Credentials never reach the log.
+    """
 
     def __init__(
         self,
@@ -42,16 +54,30 @@ class Transport:
         request_timeout: float | None = None,
         namespace: str = "default",
         context: str = "",
+        log: Log | None = None,
+        verbosity: int = 0,
     ) -> None:
         self.host = host.rstrip("/")
         self.pool = pool
         self._auth = auth
+        self._auth_lock = threading.Lock()  # an exec plugin must not run once per thread
         self._impersonate = list(impersonate)
         self.request_timeout = request_timeout
         self.namespace = namespace
         self.context = context
-        self._local = threading.local()
+        self._log = log if verbosity >= 6 else None
+        self._bodies = verbosity >= 8
         self.sleep = time.sleep
+        self.reached = False  # once the server has answered, an outage is waited out until the deadline
+
+    def close(self) -> None:
+        self.pool.clear()
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
+        self.close()
 
     def _headers(self, accept: str, content_type: str | None) -> urllib3.HTTPHeaderDict:
         headers = urllib3.HTTPHeaderDict()
@@ -59,17 +85,20 @@ class Transport:
         headers["User-Agent"] = f"kubectl-unfinalize/{__version__}"
         if content_type:
             headers["Content-Type"] = content_type
-        token = self._auth()
+        with self._auth_lock:
+            token = self._auth()
         if token:
             headers["Authorization"] = token
         for key, value in self._impersonate:
             headers.add(key, value)  # Impersonate-Group may repeat: one header line each
         return headers
 
-    def _timeout(self) -> urllib3.Timeout:
+    def _timeout(self, deadline: Deadline) -> urllib3.Timeout:
         if self.request_timeout:
-            return urllib3.Timeout(total=self.request_timeout)
-        return urllib3.Timeout(connect=10.0, read=120.0)
+            return urllib3.Timeout(total=max(deadline.cap(self.request_timeout), 0.001))
+        return urllib3.Timeout(
+            connect=max(deadline.cap(CONNECT_TIMEOUT), 0.001), read=max(deadline.cap(READ_TIMEOUT), 0.001)
+        )
 
     def request(
         self,
@@ -80,8 +109,10 @@ class Transport:
         body: Any = None,
         content_type: str | None = None,
         accept: str = JSON,
+        deadline: Deadline = NO_DEADLINE,
     ) -> Any:
-        """Send one request, retrying what is safe to retry; return the decoded JSON body."""
+        """Send one request, retrying what is safe to retry until `deadline`; return the
+        decoded JSON body. Raises a typed ApiError or Unreachable."""
         url = self.host + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
         if params:
@@ -90,65 +121,110 @@ class Transport:
         if body is not None:
             payload = json.dumps(body, separators=(",", ":")).encode()
             content_type = content_type or JSON
-        started = time.monotonic()
+        bounded = deadline.at is not None
         attempt = internal_errors = 0
+        ambiguous = False
         while True:
             attempt += 1
+            started = time.monotonic()
             try:
                 response = self.pool.request(
                     method,
                     url,
                     body=payload,
                     headers=self._headers(accept, content_type),
-                    timeout=self._timeout(),
+                    timeout=self._timeout(deadline),
                     retries=False,
                     preload_content=True,
                 )
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt >= MAX_CONNECT_ATTEMPTS or self._out_of_time(started):
+                self._trace(method, url, f"error {_reason(exc)}", started, attempt, None)
+                ambiguous = ambiguous or _maybe_sent(exc)
+                delay = _backoff(attempt)
+                if not ((bounded and self.reached) or attempt < MAX_CONNECT_ATTEMPTS) or delay >= deadline.remaining():
                     raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(exc)}") from exc
-                self.sleep(_backoff(attempt))
+                self.sleep(delay)
                 continue
+            self.reached = True
             status = response.status
+            self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
             if 200 <= status < 300:
                 data = response.data
                 return json.loads(data) if data else None
-            error = _api_error(method, path, response)
-            # 500 is often lasting (a dead conversion webhook): retry it only briefly.
+            error = _api_error(method, path, response, ambiguous)
             internal_errors += status == 500
-            retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS and internal_errors < MAX_ATTEMPTS_500
-            if retry and not self._out_of_time(started):
-                self.sleep(_retry_delay(response, attempt))
-                continue
-            raise error
+            delay = _retry_delay(error, attempt)
+            retry = (
+                status in RETRY_STATUSES
+                and internal_errors < MAX_ATTEMPTS_500
+                and (bounded or attempt < MAX_ATTEMPTS)
+                and delay < deadline.remaining()
+            )
+            if not retry:
+                raise error
+            self.sleep(delay)
 
-    def _out_of_time(self, started: float) -> bool:
-        return bool(self.request_timeout) and time.monotonic() - started >= self.request_timeout
+    def _trace(self, method: str, url: str, result: str, started: float, attempt: int, data: bytes | None) -> None:
+        if self._log is None:
+            return
+        ms = (time.monotonic() - started) * 1000
+        retry = f" (retry {attempt - 1})" if attempt > 1 else ""
+        line = f"{method} {url} {result} in {ms:.0f} milliseconds{retry}"
+        if self._bodies and data:
+            text = data[:LOG_BODY].decode(errors="replace")
+            line += f"\nResponse Body: {text}" + ("..." if len(data) > LOG_BODY else "")
+        self._log(line)
 
 
 def _backoff(attempt: int) -> float:
-    base = min(0.1 * 2 ** (attempt - 1), 5.0)
+    base: float = min(0.1 * 2 ** (attempt - 1), MAX_BACKOFF)
     return base * (0.5 + random.random() / 2)
 
 
-def _retry_delay(response: urllib3.BaseHTTPResponse, attempt: int) -> float:
-    retry_after = response.headers.get("Retry-After")
-    if retry_after:
-        try:
-            return min(max(float(retry_after), 0.0), 30.0)
-        except ValueError:
-            pass
+def _retry_delay(error: ApiError, attempt: int) -> float:
+    if error.retry_after is not None:
+        return min(max(float(error.retry_after), 0.0), MAX_RETRY_AFTER)
     return _backoff(attempt)
 
 
-def _api_error(method: str, path: str, response: urllib3.BaseHTTPResponse) -> ApiError:
-    message = ""
+def _maybe_sent(exc: BaseException) -> bool:
+    """False only when the request surely never reached the server (no connection)."""
+    return not isinstance(exc, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError))
+
+
+def _api_error(method: str, path: str, response: urllib3.BaseHTTPResponse, ambiguous: bool) -> ApiError:
+    message, reason, token = "", response.reason or "", ""
+    details: dict[str, Any] = {}
     try:
         status = json.loads(response.data)
-        message = status.get("message", "") if isinstance(status, dict) else ""
     except (ValueError, TypeError):
+        status = None
+    if isinstance(status, dict):
+        message = str(status.get("message") or "")
+        reason = str(status.get("reason") or reason)
+        details = status.get("details") or {}
+        token = str((status.get("metadata") or {}).get("continue") or "")
+    else:
         message = (response.data or b"").decode(errors="replace").strip()[:300]
-    return ApiError(response.status, response.reason or "", message, method, path)
+    retry_after = None
+    header = response.headers.get("Retry-After")
+    if header:
+        try:
+            retry_after = float(header)
+        except ValueError:
+            retry_after = None
+    cls = api_error_class(response.status)
+    return cls(
+        response.status,
+        reason,
+        message,
+        method,
+        path,
+        details=details if isinstance(details, dict) else {},
+        continue_token=token,
+        retry_after=retry_after,
+        ambiguous=ambiguous,
+    )
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,109 +1,295 @@
-"""Engine logic against a scripted transport: pagination, expired continue tokens,
---finalizer preconditions and conflicts. The integration tests cover the real server."""
+"""The engine's loop against in-memory Cluster verbs: order, containment, the deadline,
+waiting by uid, diagnosis, the final check, dry runs. The integration tests cover the
+real API server; these pin the decisions."""
 
-from kubectl_unfinalize.engine import Engine, Options
-from kubectl_unfinalize.errors import ApiError
-from kubectl_unfinalize.model import CRD, Resource, Targets
+from __future__ import annotations
 
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
-CRDS = [CRD("widgets.example.com", WIDGETS)]
+import threading
+import time
 
+import pytest
+from fakecluster import WIDGET_CRD, FakeCluster
 
-def obj(name, finalizers, rv="1"):
-    return {"metadata": {"name": name, "namespace": "ns", "uid": name, "resourceVersion": rv, "finalizers": finalizers}}
+from kubectl_unfinalize.deadline import Deadline
+from kubectl_unfinalize.engine import Engine
+from kubectl_unfinalize.errors import Forbidden, Invalid, NotFound, Unreachable
+from kubectl_unfinalize.model import CRD, CRD_RESOURCE, Action, ObjectRef, Resource, Targets
+from kubectl_unfinalize.options import Options
 
-
-class ScriptedTransport:
-    def __init__(self, pages, patch_errors=None, gets=None):
-        self.pages = list(pages)
-        self.patch_errors = dict(patch_errors or {})
-        self.gets = dict(gets or {})
-        self.calls = []
-
-    def request(self, method, path, query=None, body=None, **_):
-        self.calls.append((method, path, dict(query or {}), body))
-        if method == "POST":
-            return {"status": {"allowed": True}}
-        if method == "GET" and path.endswith("/widgets"):
-            page = self.pages.pop(0)
-            if isinstance(page, Exception):
-                raise page
-            return page
-        if method == "GET":
-            return self.gets[path.rsplit("/", 1)[1]]
-        if method == "PATCH":
-            name = path.rsplit("/", 1)[1]
-            errors = self.patch_errors.get(name) or []
-            if errors:
-                raise errors.pop(0)
-            return {}
-        raise AssertionError((method, path))
+GADGETS = Resource("example.com", "v1", "gadgets", "Gadget", True)
+GADGET_CRD = CRD("gadgets.example.com", GADGETS)
 
 
-def run(transport, **options):
+def run(cluster, targets=None, outcomes=None, **options):
     options.setdefault("settle", 0)
-    return Engine(transport, Options(**options)).run(Targets(crds=list(CRDS)))
+    options.setdefault("poll", 0.01)
+    opts = Options(**options)
+    engine = Engine(cluster, opts, Deadline(opts.deadline_seconds), outcomes)
+    return engine.run(targets or Targets(crds=[WIDGET_CRD]))
 
 
-def test_pages_are_followed_and_each_object_patched_once():
-    t = ScriptedTransport(
-        [
-            {"items": [obj("a", ["x"]), obj("b", [])], "metadata": {"continue": "c1"}},
-            {"items": [obj("c", ["x", "y"])], "metadata": {}},
-            {"items": [obj("a", []), obj("b", []), obj("c", [])], "metadata": {}},  # final check
-        ]
-    )
-    report = run(t, chunk_size=2)
-    patches = [c for c in t.calls if c[0] == "PATCH"]
-    assert sorted(c[1].rsplit("/", 1)[1] for c in patches) == ["a", "c"]
-    assert all(c[3] == {"metadata": {"finalizers": None}} for c in patches)
-    lists = [c for c in t.calls if c[0] == "GET"]
-    assert lists[0][2]["limit"] == 2 and lists[1][2]["continue"] == "c1"
-    assert report.scanned == 3 and report.count("unfinalized") == 2 and report.ok
+def actions(report):
+    return sorted((o.name, o.action.value) for o in report.outcomes)
 
 
-def test_expired_continue_token_restarts_the_list():
-    t = ScriptedTransport(
-        [
-            {"items": [obj("a", ["x"])], "metadata": {"continue": "old"}},
-            ApiError(410, "Gone", "continue token expired"),
-            {"items": [obj("a", []), obj("b", ["x"])], "metadata": {}},
-            {"items": [], "metadata": {}},
-        ]
-    )
-    report = run(t)
-    lists = [c for c in t.calls if c[0] == "GET"]
-    assert "continue" not in {k for k, v in lists[2][2].items() if v}
-    assert report.count("unfinalized") == 2 and report.ok
+def test_every_object_is_patched_once_across_pages():
+    cluster = FakeCluster()
+    for name in "abc":
+        cluster.add(name, ["x"])
+    cluster.add("free", [])
+    report = run(cluster, chunk_size=2)
+    assert sorted(n for verb, n in cluster.calls if verb == "patch") == ["a", "b", "c"]
+    assert report.scanned == 4 and report.count(Action.UNFINALIZED) == 3 and report.ok
+    assert all(not s.finalizers for s in cluster.objects.values())
+
+
+def test_expired_continue_token_in_the_engine_is_a_list_failure_not_a_crash():
+    """The cluster layer continues or restarts an expired list (test_cluster.py); if it
+    still fails, the CRD's outcome says so and the run returns a report."""
+    cluster = FakeCluster()
+    cluster.add("a", ["x"])
+    cluster.add("b", ["x"])
+    cluster.expire_continue_once = True
+    report = run(cluster, chunk_size=1)
+    assert [o.message for o in report.failed] == ["cannot list widgets.example.com: continue token too old"]
+    assert report.count(Action.UNFINALIZED) == 1
 
 
 def test_named_finalizer_uses_a_precondition_and_rereads_on_conflict():
-    t = ScriptedTransport(
-        [{"items": [obj("a", ["keep", "drop"], rv="5")], "metadata": {}}, {"items": [], "metadata": {}}],
-        patch_errors={"a": [ApiError(409, "Conflict", "the object has been modified")]},
-        gets={"a": obj("a", ["keep", "new", "drop"], rv="7")},
-    )
-    report = run(t, finalizers=("drop",))
-    patches = [c[3] for c in t.calls if c[0] == "PATCH"]
-    assert patches == [
-        {"metadata": {"resourceVersion": "5", "finalizers": ["keep"]}},
-        {"metadata": {"resourceVersion": "7", "finalizers": ["keep", "new"]}},
-    ]
-    assert report.outcomes[0].finalizers == ["drop"]
+    cluster = FakeCluster()
+    cluster.add("a", ["keep", "drop"])
+
+    def other_writer(verb, ref):
+        stored = cluster.stored("a")
+        if verb == "patch" and "new" not in stored.finalizers:
+            stored.finalizers.insert(1, "new")
+            stored.rv += 1
+
+    cluster.hooks.append(other_writer)
+    report = run(cluster, finalizers=("drop",))
+    assert cluster.stored("a").finalizers == ["keep", "new"]
+    assert [c for c in cluster.calls if c[0] in ("patch", "get")] == [("patch", "a"), ("get", "a"), ("patch", "a")]
+    assert report.outcomes[0].finalizers == ["drop"] and report.ok
 
 
-def test_failed_patch_is_reported_not_raised():
-    t = ScriptedTransport(
-        [{"items": [obj("a", ["x"])], "metadata": {}}],
-        patch_errors={"a": [ApiError(400, "Bad Request", 'admission webhook "deny.example.com" denied the request')]},
-    )
-    report = run(t)
+def test_a_denied_patch_is_that_objects_outcome_and_the_rest_is_freed():
+    cluster = FakeCluster()
+    cluster.add("a", ["x"])
+    cluster.add("b", ["x"])
+
+    def webhook(verb, ref):
+        if verb == "patch" and ref.name == "a":
+            raise Invalid(400, "BadRequest", 'admission webhook "deny.example.com" denied the request')
+
+    cluster.hooks.append(webhook)
+    report = run(cluster)
     assert not report.ok
-    assert report.failed[0].message.startswith("rejected by an admission webhook")
+    assert [(o.name, o.message.split(":")[0]) for o in report.failed] == [("a", "rejected by an admission webhook")]
+    assert cluster.stored("b") is not None and cluster.stored("b").finalizers == []
 
 
-def test_timeout_bounds_a_single_pass_too():
-    t = ScriptedTransport([{"items": [obj(f"o{i}", ["x"]) for i in range(50)], "metadata": {}}])
-    report = run(t, timeout=1e-9)
+def test_a_worker_error_becomes_an_outcome_and_the_report_survives():
+    cluster = FakeCluster()
+    for name in "abcd":
+        cluster.add(name, ["x"])
+
+    def flaky(verb, ref):
+        if verb == "patch" and ref.name == "b":
+            raise Unreachable("cannot reach the API server at https://x: connection refused")
+        if verb == "patch" and ref.name == "c":
+            raise RuntimeError("a bug")
+
+    cluster.hooks.append(flaky)
+    report = run(cluster)
+    assert actions(report) == [("a", "unfinalized"), ("b", "failed"), ("c", "failed"), ("d", "unfinalized")]
+    assert "unexpected RuntimeError: a bug" in {o.message for o in report.failed}
+
+
+def test_delete_order_each_instance_is_deleted_before_its_finalizers_go_and_the_crd_last():
+    cluster = FakeCluster()
+    cluster.add_crd()
+    for name in "ab":
+        cluster.add(name, ["x"])
+    report = run(cluster, delete=True)
+    assert report.ok, report.failed
+    writes = [c for c in cluster.calls if c[0] in ("delete", "patch")]
+    for name in "ab":
+        assert writes.index(("delete", name)) < writes.index(("patch", name))
+    assert writes[-1] == ("delete", WIDGET_CRD.name)
+    assert cluster.objects == {}
+    assert actions(report) == [("a", "unfinalized"), ("b", "unfinalized"), (WIDGET_CRD.name, "deleted")]
+
+
+def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are():
+    """Never leave a CRD Terminating over objects the run could not free."""
+    cluster = FakeCluster()
+    cluster.add_crd()
+    cluster.add_crd(GADGET_CRD)
+    cluster.add("w", ["x"])
+    cluster.add("g", ["x"], resource=GADGETS)
+
+    def deny(verb, ref):
+        if verb == "patch" and ref.name == "w":
+            raise Forbidden(403, "Forbidden", "denied by a ValidatingAdmissionPolicy")
+
+    cluster.hooks.append(deny)
+    report = run(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True, timeout=0.3)
     assert report.timed_out and not report.ok
-    assert not [c for c in t.calls if c[0] == "PATCH"]
+    assert cluster.stored(WIDGET_CRD.name, CRD_RESOURCE) is not None
+    assert cluster.stored(WIDGET_CRD.name, CRD_RESOURCE).terminating is False
+    assert cluster.stored(GADGET_CRD.name, CRD_RESOURCE) is None
+    blocking = [o.message for o in report.failed if o.action == Action.BLOCKING]
+    assert blocking == ["timed out: not deleted, because 1 of its objects could not be freed"]
+
+
+def test_a_denied_crd_delete_is_reported_and_the_other_crd_still_goes():
+    cluster = FakeCluster()
+    cluster.add_crd()
+    cluster.add_crd(GADGET_CRD)
+    cluster.add("w", ["x"])
+    cluster.add("g", ["x"], resource=GADGETS)
+
+    def deny(verb, ref):
+        if verb == "delete" and ref.name == WIDGET_CRD.name:
+            raise Forbidden(403, "Forbidden", "deleting this CRD is not allowed by policy")
+
+    cluster.hooks.append(deny)
+    report = run(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True, timeout=0.3)
+    assert cluster.stored(GADGET_CRD.name, CRD_RESOURCE) is None
+    assert cluster.stored("w") is None and cluster.stored("g") is None  # every instance was freed
+    failed = {o.name: o.message for o in report.failed if o.action == Action.FAILED}
+    assert "not allowed by policy" in failed[WIDGET_CRD.name]
+    assert not report.ok
+
+
+def test_timeout_bounds_a_pass_and_says_what_blocks():
+    cluster = FakeCluster()
+    for i in range(50):
+        cluster.add(f"o{i}", ["x"])
+    report = run(cluster, timeout=1e-9)
+    assert report.timed_out and not report.ok
+    assert not [c for c in cluster.calls if c[0] == "patch"]
+    blocking = [o for o in report.failed if o.action == Action.BLOCKING]
+    assert blocking and blocking[0].message.startswith("timed out: 50 widgets.example.com remain: ns/o0 ['x']")
+    assert "and 45 more" in blocking[0].message
+
+
+def test_wait_compares_uids_a_recreated_object_is_reported_not_waited_on():
+    cluster = FakeCluster()
+    ref = cluster.add("cm", ["x"], resource=GADGETS)
+
+    def recreate(verb, r):
+        if verb == "get" and r == ref and cluster.objects.get(ref) is None:
+            cluster.add("cm", [], resource=GADGETS)  # GitOps puts it back
+
+    cluster.hooks.append(recreate)
+    started = time.monotonic()
+    report = run(cluster, Targets(objects=[ref]), delete=True, timeout=5)
+    assert time.monotonic() - started < 2
+    assert report.ok and not report.timed_out
+    assert (ref.name, "recreated") in actions(report)
+
+
+def test_final_check_waits_only_when_a_freed_object_could_take_finalizers_back():
+    cluster = FakeCluster()
+    cluster.add("live", ["x"])
+    cluster.add("dying", ["x"])
+    cluster.stored("dying").terminating = True
+
+    def controller(verb, ref):
+        if verb == "list" and cluster.stored("live") is not None:
+            cluster.stored("live").finalizers = ["x"]  # re-added between our passes
+
+    report = run(cluster, settle=0.05)
+    assert report.ok  # nothing came back yet
+    cluster.add("live2", ["x"])
+    cluster.hooks.append(controller)
+    report = run(cluster, settle=0.05)
+    assert ("live", "refinalized") in actions(report)
+    assert report.count(Action.UNFINALIZED) == 2 and report.failures == 1  # counts agree with the lines
+    quiet = FakeCluster()
+    quiet.add("dying", ["x"])
+    quiet.stored("dying").terminating = True
+    started = time.monotonic()
+    report = run(quiet, settle=5)
+    assert time.monotonic() - started < 1, "only terminating objects were freed: they are gone, no wait"
+    assert [c for c in quiet.calls if c[0] == "list"] == [("list", "widgets")]
+
+
+def test_client_dry_run_sends_no_write_and_reports_what_would_change():
+    cluster = FakeCluster()
+    cluster.add_crd()
+    cluster.add("a", ["x"])
+    report = run(cluster, delete=True, dry_run="client")
+    assert not [c for c in cluster.calls if c[0] in ("patch", "delete")]
+    assert actions(report) == [("a", "unfinalized"), (WIDGET_CRD.name, "deleted")]
+    assert all(o.dry_run.value == "client" for o in report.outcomes)
+    assert cluster.stored("a").finalizers == ["x"]
+
+
+def test_a_patch_404_after_a_dropped_connection_is_our_own_success():
+    cluster = FakeCluster()
+    cluster.add("a", ["x"])
+
+    def applied_then_dropped(verb, ref):
+        if verb == "patch":
+            del cluster.objects[ref]
+            raise NotFound(404, "NotFound", "not found", ambiguous=True)
+
+    cluster.hooks.append(applied_then_dropped)
+    report = run(cluster)
+    assert actions(report) == [("a", "unfinalized")] and report.ok
+
+
+def test_the_listener_may_take_its_time_and_runs_outside_the_engine_lock():
+    cluster = FakeCluster()
+    for i in range(20):
+        cluster.add(f"o{i}", ["x"])
+    seen = []
+    threads = set()
+
+    def slow_listener(outcome):
+        threads.add(threading.current_thread().name)
+        time.sleep(0.01)
+        seen.append(outcome)
+
+    report = run(cluster, outcomes=slow_listener, concurrency=8)
+    assert len(seen) == 20 == report.count(Action.UNFINALIZED)
+    assert len(threads) > 1, "listeners ran concurrently from the workers, so none held a lock"
+
+
+def test_permission_denied_before_any_write():
+    cluster = FakeCluster()
+    cluster.add("a", ["x"])
+    cluster.denied.add(("patch", "widgets"))
+    with pytest.raises(Exception, match=r"forbidden: user 'tester' cannot patch widgets.example.com in all namespaces"):
+        run(cluster)
+    assert not [c for c in cluster.calls if c[0] == "patch"]
+
+
+def test_preflight_asks_once_per_verb_resource_namespace():
+    cluster = FakeCluster()
+    refs = [cluster.add(f"o{i}", ["x"], resource=GADGETS) for i in range(30)]
+    run(cluster, Targets(objects=refs), delete=True)
+    reviews = [c for c in cluster.calls if c[0] == "review"]
+    assert sorted(r[1] for r in reviews) == ["delete gadgets", "get gadgets", "patch gadgets"]
+
+
+def test_interrupt_returns_what_was_done():
+    cluster = FakeCluster()
+    for i in range(10):
+        cluster.add(f"o{i}", ["x"])
+
+    def ctrl_c(verb, ref):
+        if verb == "list":
+            raise KeyboardInterrupt
+
+    cluster.hooks.append(ctrl_c)
+    report = run(cluster)
+    assert report.interrupted and not report.ok
+
+
+def test_missing_manifest_object_is_skipped_not_failed():
+    cluster = FakeCluster()
+    report = run(cluster, Targets(objects=[ObjectRef(GADGETS, "nope", "ns")]))
+    assert actions(report) == [("nope", "gone")] and report.ok

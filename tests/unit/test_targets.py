@@ -47,14 +47,55 @@ def test_short_name_and_group_qualified_short_name():
     assert [c.name for c in match_name("wg.b.example.com", CRDS)] == ["widgets.b.example.com"]
 
 
+class CrdCluster:
+    """GET and list of CRDs, counting the requests."""
+
+    def __init__(self, crds):
+        self.objects = {c.name: _object(c) for c in crds}
+        self.requests = []
+
+    def get(self, ref):
+        self.requests.append(("get", ref.name))
+        return self.objects.get(ref.name)
+
+    def list_objects(self, resource, query):
+        self.requests.append(("list", query.label_selector))
+        items = list(self.objects.values())
+        for start in range(0, len(items), query.limit):
+            yield items[start : start + query.limit]
+
+
+def _object(c):
+    r = c.resource
+    names = {"plural": r.plural, "singular": c.singular, "kind": r.kind, "shortNames": list(c.short_names)}
+    return {"metadata": {"name": c.name}, "spec": {"group": r.group, "names": names, "versions": [{"name": r.version}]}}
+
+
 def test_ambiguous_name_lists_candidates():
     with pytest.raises(InputError, match=r"'wg' is ambiguous: it matches widgets.a.example.com, widgets.b.example.com"):
-        resolve_names(["wg"], CRDS)
+        resolve_names(CrdCluster(CRDS), ["wg"])
 
 
 def test_unknown_name_suggests_close_matches():
     with pytest.raises(InputError, match=r"no CustomResourceDefinition matches 'daskclustr'; did you mean daskcluster"):
-        resolve_names(["daskclustr"], CRDS)
+        resolve_names(CrdCluster(CRDS), ["daskclustr"])
+
+
+def test_full_crd_names_are_read_by_get_without_listing_every_crd():
+    cluster = CrdCluster(CRDS)
+    found = resolve_names(cluster, ["daskclusters.kubernetes.dask.org", "DaskWorkerGroups.kubernetes.dask.org"])
+    assert [c.name for c in found] == ["daskclusters.kubernetes.dask.org", "daskworkergroups.kubernetes.dask.org"]
+    assert cluster.requests == [
+        ("get", "daskclusters.kubernetes.dask.org"),
+        ("get", "daskworkergroups.kubernetes.dask.org"),
+    ]
+
+
+def test_other_spellings_list_the_crds_once():
+    cluster = CrdCluster(CRDS)
+    found = resolve_names(cluster, ["dwg", "daskcluster.kubernetes.dask.org", "daskcluster"])
+    assert [c.name for c in found] == ["daskworkergroups.kubernetes.dask.org", "daskclusters.kubernetes.dask.org"]
+    assert [r for r in cluster.requests if r[0] == "list"] == [("list", None)]
 
 
 def test_storage_version_is_listed():

@@ -82,3 +82,104 @@ def test_a_lasting_500_is_given_up_quickly():
     with pytest.raises(ApiError, match="conversion webhook"):
         transport(pool).request("GET", "/apis/x/v2/things")
     assert len(pool.requests) == 3
+
+
+class Clock:
+    """Fake time: sleeping advances it, so deadline tests take no real time."""
+
+    def __init__(self, monkeypatch):
+        self.now = 1000.0
+        monkeypatch.setattr("kubectl_unfinalize.transport.time.monotonic", lambda: self.now)
+        monkeypatch.setattr("kubectl_unfinalize.deadline.time.monotonic", lambda: self.now)
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def clocked(pool, clock, **kwargs):
+    t = Transport("https://cluster", pool, lambda: "Bearer secret-token", **kwargs)
+    t.sleep = clock.sleep
+    return t
+
+
+def test_sustained_429s_are_retried_until_the_deadline_not_a_fixed_count(monkeypatch):
+    from kubectl_unfinalize.deadline import Deadline
+    from kubectl_unfinalize.errors import TooManyRequests
+
+    clock = Clock(monkeypatch)
+    pool = ScriptedPool(*[(429, {"Retry-After": "1"}, {"message": "slow down"})] * 30, (200, {}, {}))
+    t = clocked(pool, clock)
+    assert t.request("GET", "/api", deadline=Deadline(60)) == {}
+    assert len(pool.requests) == 31
+    pool = ScriptedPool(*[(429, {"Retry-After": "1"}, {"message": "slow down"})] * 30)
+    deadline = Deadline(10)
+    with pytest.raises(TooManyRequests):
+        clocked(pool, clock).request("GET", "/api", deadline=deadline)
+    assert clock.now <= deadline.at and len(pool.requests) == 10
+
+
+def test_an_outage_after_first_contact_is_waited_out_within_the_deadline(monkeypatch):
+    from kubectl_unfinalize.deadline import Deadline
+
+    clock = Clock(monkeypatch)
+    refused = urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] refused")
+    pool = ScriptedPool((200, {}, {}), *[refused] * 20, (200, {}, {"back": True}))
+    t = clocked(pool, clock)
+    t.request("GET", "/api", deadline=Deadline(60))
+    assert t.request("GET", "/api", deadline=Deadline(60)) == {"back": True}
+    never = clocked(ScriptedPool(*[refused] * 20), clock)
+    with pytest.raises(Unreachable):
+        never.request("GET", "/api", deadline=Deadline(60))  # never reached: a wrong address, not an outage
+    assert len(never.pool.requests) == 4
+
+
+def test_each_attempt_is_capped_by_what_is_left_of_the_deadline(monkeypatch):
+    from kubectl_unfinalize.deadline import Deadline
+
+    clock = Clock(monkeypatch)
+    pool = ScriptedPool((200, {}, {}))
+    seen = []
+    original = pool.request
+    pool.request = lambda *a, timeout=None, **k: seen.append(timeout) or original(*a, **k)
+    clocked(pool, clock).request("GET", "/api", deadline=Deadline(3))
+    assert seen[0].read_timeout == 3 and seen[0].connect_timeout == 3
+
+
+def test_a_404_after_a_dropped_connection_is_marked_ambiguous(monkeypatch):
+    from kubectl_unfinalize.deadline import Deadline
+    from kubectl_unfinalize.errors import NotFound
+
+    clock = Clock(monkeypatch)
+    pool = ScriptedPool((200, {}, {}), urllib3.exceptions.ProtocolError("reset"), (404, {}, {"reason": "NotFound"}))
+    t = clocked(pool, clock)
+    t.request("GET", "/api")
+    with pytest.raises(NotFound) as info:
+        t.request("PATCH", "/x", body={}, deadline=Deadline(30))
+    assert info.value.ambiguous
+
+
+def test_typed_errors_keep_the_status_details():
+    from kubectl_unfinalize.errors import Gone, Invalid
+
+    status = {"reason": "Expired", "message": "too old", "metadata": {"continue": "next"}}
+    with pytest.raises(Gone) as gone:
+        transport(ScriptedPool((410, {}, status))).request("GET", "/x")
+    assert gone.value.continue_token == "next" and gone.value.reason == "Expired"
+    denied = {"reason": "Invalid", "message": "denied", "details": {"causes": [{"message": "policy says no"}]}}
+    with pytest.raises(Invalid) as invalid:
+        transport(ScriptedPool((422, {}, denied))).request("PATCH", "/x")
+    assert invalid.value.causes == ["policy says no"]
+
+
+def test_request_log_at_v6_and_bodies_at_v8_never_show_credentials():
+    lines = []
+    pool = ScriptedPool((200, {}, {"kind": "List"}), (200, {}, {"kind": "List"}))
+    Transport("https://cluster", pool, lambda: "Bearer secret-token", log=lines.append, verbosity=6).request(
+        "GET", "/api", query={"limit": 5}
+    )
+    Transport("https://cluster", pool, lambda: "Bearer secret-token", log=lines.append, verbosity=8).request(
+        "GET", "/api"
+    )
+    assert lines[0].startswith("GET https://cluster/api?limit=5 200") and "milliseconds" in lines[0]
+    assert "Response Body:" not in lines[0] and 'Response Body: {"kind": "List"}' in lines[1]
+    assert not any("secret-token" in line for line in lines)

@@ -1,0 +1,206 @@
+"""Typed API verbs over the transport: the only module that builds paths, queries and
+request bodies, and that decides what a status means for a verb (404 on a delete is
+"already gone", 410 on a list continues or restarts it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .deadline import Deadline
+from .errors import ApiError, Gone, NotFound
+from .model import CRD_RESOURCE, ObjectMeta, ObjectRef, Resource
+from .options import DryRun
+from .transport import MERGE_PATCH, Transport
+
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Which objects of a resource to list, and how many per page."""
+
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    limit: int = 500
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A DELETE's answer: the uid to wait on, and the object if it is still there
+    (it has finalizers) so the caller can free it without reading it again."""
+
+    uid: str
+    remaining: ObjectMeta | None
+
+
+class Cluster(Protocol):
+    """What the engine asks of a cluster; unit tests fake these verbs, not URLs."""
+
+    def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]: ...
+
+    def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
+
+    def discover(self, api_version: str) -> list[dict[str, Any]] | None: ...
+
+    def get_meta(self, ref: ObjectRef) -> ObjectMeta | None: ...
+
+    def get(self, ref: ObjectRef) -> dict[str, Any] | None: ...
+
+    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None: ...
+
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None: ...
+
+    def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
+
+    def whoami(self) -> str: ...
+
+    def bounded(self, deadline: Deadline) -> Cluster: ...
+
+
+class HttpCluster:
+    """The verbs over HTTP, each request bounded by the run's deadline."""
+
+    def __init__(self, transport: Transport, deadline: Deadline) -> None:
+        self.transport = transport
+        self.deadline = deadline
+
+    def bounded(self, deadline: Deadline) -> HttpCluster:
+        """The same cluster under another deadline (a short grace for diagnosis)."""
+        return HttpCluster(self.transport, deadline)
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.transport.request(method, path, deadline=self.deadline, **kwargs)
+
+    def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
+        for page in self._pages(resource, query, METADATA_LIST):
+            yield [ObjectMeta.from_dict(resource, obj) for obj in page]
+
+    def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
+        """Whole objects, page by page: for CRDs, whose spec names the resource."""
+        return self._pages(resource, query, "application/json")
+
+    def _pages(self, resource: Resource, query: ListQuery, accept: str) -> Iterator[list[dict[str, Any]]]:
+        """Pages of a list. A 404 means the resource is gone: no pages. An expired
+        continue token goes on with the token the 410 carries (the API server offers
+        one that continues without a consistent snapshot, which a re-listing loop does
+        not need), or restarts the list when there is none."""
+        path = resource.path(query.namespace if resource.namespaced else None)
+        token = ""
+        while True:
+            params = {
+                "limit": query.limit,
+                "continue": token,
+                "labelSelector": query.label_selector,
+                "fieldSelector": query.field_selector,
+            }
+            try:
+                page = self._request("GET", path, query=params, accept=accept)
+            except NotFound:
+                return
+            except Gone as exc:
+                if not token:
+                    raise
+                token = exc.continue_token
+                continue
+            yield list(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return
+
+    def discover(self, api_version: str) -> list[dict[str, Any]] | None:
+        """The resources an API group version serves; None when it serves none."""
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            answer = self._request("GET", path)
+        except NotFound:
+            return None
+        return list((answer or {}).get("resources") or [])
+
+    def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
+        obj = self.get(ref, accept=METADATA_OBJECT)
+        return None if obj is None else ObjectMeta.from_dict(ref.resource, obj)
+
+    def get(self, ref: ObjectRef, accept: str = "application/json") -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self._request("GET", ref.resource.path(ref.namespace, ref.name), accept=accept)
+        except NotFound:
+            return None
+        return obj
+
+    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
+        """None when it was already gone."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        query = None
+        if dry_run is DryRun.SERVER:
+            query = {"dryRun": "All"}
+            body["dryRun"] = ["All"]  # with a body, the API server reads DeleteOptions from it only
+        try:
+            answer = self._request(
+                "DELETE", ref.resource.path(ref.namespace, ref.name), query=query, body=body, accept=METADATA_OBJECT
+            )
+        except NotFound:
+            return None
+        answer = answer or {}
+        if answer.get("kind") == "Status":  # deleted at once; some built-ins answer this way
+            return Deleted(str((answer.get("details") or {}).get("uid") or ""), None)
+        meta = ObjectMeta.from_dict(ref.resource, answer)
+        still_there = meta.terminating and bool(meta.finalizers)
+        return Deleted(meta.uid, meta if still_there else None)
+
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None:
+        """keep=None removes every finalizer with a merge patch, which is idempotent. Keeping
+        some is a conditional write (resourceVersion precondition): the caller re-reads on
+        Conflict so another writer's new finalizer is never dropped."""
+        if keep is None:
+            body: dict[str, Any] = {"metadata": {"finalizers": None}}
+        else:
+            body = {"metadata": {"resourceVersion": meta.resource_version, "finalizers": list(keep) or None}}
+        query = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
+        ref = meta.ref
+        self._request(
+            "PATCH",
+            ref.resource.path(ref.namespace, ref.name),
+            query=query,
+            body=body,
+            content_type=MERGE_PATCH,
+            accept=METADATA_OBJECT,
+        )
+
+    def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
+        """SelfSubjectAccessReview; True when the review itself cannot be made, since the
+        real requests will then report what is refused."""
+        attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
+        if namespace and resource.namespaced:
+            attributes["namespace"] = namespace
+        if name:
+            attributes["name"] = name
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        try:
+            review = self._request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
+        except ApiError:
+            return True
+        return bool((review.get("status") or {}).get("allowed"))
+
+    def whoami(self) -> str:
+        """The user name the API server sees, or "" when it will not say."""
+        try:
+            review = self._request(
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            )
+        except ApiError:
+            return ""
+        return str(((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "")
+
+
+def crd_ref(name: str) -> ObjectRef:
+    return ObjectRef(CRD_RESOURCE, name)

@@ -1,0 +1,329 @@
+"""The command line's flags: the argparse parser (also read by argparse-manpage and by
+shell completion) and the one mapping from parsed flags to Selection, Options and
+ConnectionOptions. Imports nothing heavy, so --help stays fast and the man page builds
+without the kubernetes client.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from .durations import parse_duration
+from .errors import InputError
+from .options import ConnectionOptions, Options, Selection
+
+CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
+CONNECTION_FLAGS = (
+    "kubeconfig",
+    "context",
+    "cluster",
+    "user",
+    "server",
+    "token",
+    "certificate_authority",
+    "client_certificate",
+    "client_key",
+    "insecure_skip_tls_verify",
+    "tls_server_name",
+    "as_user",
+    "as_group",
+    "as_uid",
+)
+
+DESCRIPTION = """\
+Free stuck custom resources: remove the finalizers of every custom resource of the
+selected CustomResourceDefinitions, in every namespace, in bulk; with --delete, delete
+them and then the CRDs (and objects declared in manifests) and wait until they are gone.
+
+Removing a finalizer skips whatever cleanup its controller would have done: external
+resources (cloud volumes, DNS records, ...) it guarded may be left behind. The CRD's
+own customresourcecleanup finalizer is never touched."""
+
+EPILOG = """\
+examples:
+  kubectl unfinalize crd daskclusters.kubernetes.dask.org
+  kubectl unfinalize crd --group kubernetes.dask.org --delete
+  kubectl unfinalize crd -l app.kubernetes.io/instance=my-operator --dry-run=server
+  kubectl unfinalize -f manifests/crds/ --delete --timeout 60s
+  kubectl unfinalize crd widgets --finalizer example.com/cleanup -n team-a
+
+Without --delete, when objects that were not being deleted were freed, the tool waits
+1s and reads them again to name any controller that put finalizers back.
+
+exit codes: 0 done or nothing to do; 1 something failed or timed out;
+2 usage or input error; 130 interrupted."""
+
+
+class UsageError(Exception):
+    """A flag combination argparse accepted but the tool cannot run; exit 2."""
+
+
+def parse_bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {value!r} (use true or false)")
+
+
+def _verbosity(value: str) -> int:
+    text = value.lstrip("=")
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid verbosity {value!r} (use a number, e.g. -v=6)")
+    return int(text)
+
+
+def _duration(value: str) -> float:
+    try:
+        return parse_duration(value)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + error
+        raise UsageError(message)
+
+
+def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=prog,
+        usage=f"{prog} crd [NAME...] [--group GROUP] [-l SELECTOR] [options]\n"
+        f"       {prog} -f PATH [-f PATH] [-R] [options]",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="crd NAME",
+        help="CRDs by name: the CRD name, "
+        "or the resource as kubectl knows it (plural, singular, kind, short name, "
+        "plural.group, kind.group)",
+    )
+    parser.add_argument("--version", action="store_true", help="print versions and exit")
+
+    sel = parser.add_argument_group("selection")
+    sel.add_argument("--group", help="every CRD of this API group")
+    sel.add_argument(
+        "-l",
+        "--selector",
+        help="selects what the command names: with crd, CRDs by label; with -f, only custom resources "
+        "with these labels",
+    )
+    sel.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="manifest file, directory or - (stdin); CRD documents select the CRD, "
+        "other documents select that object (repeatable)",
+    )
+    sel.add_argument("-R", "--recursive", action="store_true", help="read directories given with -f recursively")
+    sel.add_argument("-n", "--namespace", help="only custom resources in this namespace (default: all namespaces)")
+    sel.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="custom resources in all namespaces (the default)"
+    )
+    sel.add_argument("--field-selector", help="only custom resources matching this field selector")
+    sel.add_argument(
+        "--only-terminating", action="store_true", help="only objects that already have a deletionTimestamp"
+    )
+    sel.add_argument(
+        "--finalizer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="remove only this finalizer and keep the others (repeatable)",
+    )
+
+    act = parser.add_argument_group("action")
+    act.add_argument(
+        "--delete",
+        action="store_true",
+        help="delete the selected custom resources, free them, then delete the CRDs (and manifest objects) "
+        "and wait until they are gone",
+    )
+    act.add_argument(
+        "--timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="bound the whole run, retries included, e.g. 90s, 2m (default 5m)",
+    )
+    act.add_argument(
+        "--wait",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="with --delete, wait until everything is gone (--wait=false returns after one pass)",
+    )
+    act.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        default="none",
+        choices=("none", "client", "server"),
+        help="client: change nothing; server: send every write with dryRun=All",
+    )
+    act.add_argument("-i", "--interactive", action="store_true", help="show the plan and ask before changing anything")
+    act.add_argument("--concurrency", type=int, default=16, metavar="N", help="parallel writes (default 16)")
+    act.add_argument("--chunk-size", type=int, default=500, metavar="N", help="list page size (default 500)")
+
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "name", "json", "yaml"),
+        default="text",
+        help="results on stdout (logs and progress go to stderr)",
+    )
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary on stderr")
+    out.add_argument(
+        "-v",
+        "--v",
+        "--verbose",
+        dest="verbose",
+        type=_verbosity,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="LEVEL",
+        help="-v: tracebacks for errors; -v=6: one line per request; -v=8: response bodies too",
+    )
+    out.add_argument("--no-color", action="store_true", help="no colors (also when NO_COLOR is set)")
+
+    add_connection_flags(parser.add_argument_group("connection (as kubectl)"))
+    return parser
+
+
+def add_connection_flags(con: argparse._ArgumentGroup) -> None:
+    con.add_argument("--kubeconfig", help="kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)")
+    con.add_argument("--context", help="kubeconfig context to use")
+    con.add_argument("--cluster", help="kubeconfig cluster to use")
+    con.add_argument("--user", help="kubeconfig user to use")
+    con.add_argument("-s", "--server", help="API server address")
+    con.add_argument("--token", help="bearer token")
+    con.add_argument("--certificate-authority", metavar="PATH", help="CA certificate file")
+    con.add_argument("--client-certificate", metavar="PATH", help="client certificate file")
+    con.add_argument("--client-key", metavar="PATH", help="client key file")
+    con.add_argument(
+        "--insecure-skip-tls-verify",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="do not verify the server's certificate",
+    )
+    con.add_argument("--tls-server-name", help="server name for certificate validation (SNI)")
+    con.add_argument("--as", dest="as_user", metavar="USER", help="impersonate this user")
+    con.add_argument(
+        "--as-group", action="append", default=[], metavar="GROUP", help="impersonate this group (repeatable)"
+    )
+    con.add_argument("--as-uid", metavar="UID", help="impersonate this UID")
+    con.add_argument(
+        "--request-timeout", type=_duration, metavar="DURATION", help="give up on a single request after this long"
+    )
+
+
+def normalize_argv(argv: Sequence[str]) -> list[str]:
+    """kubectl spells verbosity -v=6 or -v 6; a bare -v before a word (-v crd x, -qv crd x)
+    must not take the word as its level."""
+    args = list(argv)
+    out: list[str] = []
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        switches = arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha() and arg.endswith("v")
+        if (switches or arg in ("--v", "--verbose")) and following and not following.lstrip("=").isdigit():
+            if switches and len(arg) > 2:
+                out.append(arg[:-1])
+            out.append("--verbose=1")
+            continue
+        out.append(arg)
+    return out
+
+
+def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Namespace:
+    """Parse and check the combinations argparse cannot express."""
+    args = build_parser(prog).parse_args(normalize_argv(argv))
+    if args.version:
+        return args
+    if args.words:
+        if args.words[0].lower() not in CRD_WORDS:
+            raise UsageError(f"unknown command {args.words[0]!r}: use 'crd NAME...' or '-f PATH'")
+        if not (args.words[1:] or args.group or args.selector):
+            raise UsageError("crd needs NAME..., --group or -l SELECTOR")
+    elif not args.filename:
+        raise UsageError("nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR' or '-f PATH'")
+    if args.filename and (args.words or args.group):
+        raise UsageError("-f cannot be combined with crd NAME or --group")
+    if args.namespace and args.all_namespaces:
+        raise UsageError("-n and -A cannot be combined")
+    if args.interactive and args.dry_run != "none":
+        raise UsageError("-i asks before changing anything, and a dry run changes nothing: use one of them")
+    if args.interactive and args.output in ("json", "yaml"):
+        raise UsageError("-i cannot be combined with -o json or yaml (the prompt would mix with the document)")
+    return args
+
+
+def to_selection(args: argparse.Namespace) -> Selection:
+    return Selection(
+        crds=tuple(args.words[1:]),
+        group=args.group,
+        crd_selector=args.selector if not args.filename else None,
+        files=tuple(args.filename),
+        recursive=args.recursive,
+    )
+
+
+def to_options(args: argparse.Namespace) -> Options:
+    return Options(
+        delete=args.delete,
+        wait=args.wait,
+        timeout=args.timeout,
+        dry_run=args.dry_run,
+        namespace=args.namespace,
+        label_selector=args.selector if args.filename else None,
+        field_selector=args.field_selector,
+        only_terminating=args.only_terminating,
+        finalizers=tuple(args.finalizer),
+        concurrency=args.concurrency,
+        chunk_size=args.chunk_size,
+    )
+
+
+def to_connection_options(
+    values: argparse.Namespace | dict[str, object], log: Callable[[str], None] | None = None, **overrides: object
+) -> ConnectionOptions:
+    """From parsed flags, or from the partial values shell completion has scanned."""
+    get = values.get if isinstance(values, dict) else lambda key, default=None: getattr(values, key, default)
+    insecure = get("insecure_skip_tls_verify", False)
+    if isinstance(insecure, str):
+        insecure = parse_bool(insecure)
+    settings: dict[str, object] = {
+        "kubeconfig": get("kubeconfig"),
+        "context": get("context"),
+        "cluster": get("cluster"),
+        "user": get("user"),
+        "server": get("server"),
+        "token": get("token"),
+        "certificate_authority": get("certificate_authority"),
+        "client_certificate": get("client_certificate"),
+        "client_key": get("client_key"),
+        "insecure_skip_tls_verify": bool(insecure),
+        "tls_server_name": get("tls_server_name"),
+        "as_user": get("as_user"),
+        "as_groups": tuple(get("as_group") or ()),  # type: ignore[arg-type]
+        "as_uid": get("as_uid"),
+        "request_timeout": get("request_timeout"),
+        "verbosity": get("verbose", 0) or 0,
+        "log": log,
+    }
+    settings.update(overrides)
+    return ConnectionOptions(**settings)  # type: ignore[arg-type]

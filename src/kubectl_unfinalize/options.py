@@ -1,0 +1,142 @@
+"""What to free and how: the run's settings, validated once, shared by the CLI and the API.
+
+Imports nothing heavy: the parser (flags.py) builds these without the kubernetes client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .errors import ConfigError, InputError
+
+DEFAULT_TIMEOUT = 300.0
+"""Every run is bounded: a teardown step that may hang is the problem this tool removes."""
+
+
+class DryRun(str, Enum):
+    """Resolved once from --dry-run; everything downstream asks it, never the string."""
+
+    NONE = "none"
+    CLIENT = "client"
+    SERVER = "server"
+
+    @classmethod
+    def parse(cls, value: DryRun | str | None) -> DryRun:
+        if isinstance(value, DryRun):
+            return value
+        if value in (None, "", "none"):
+            return cls.NONE
+        try:
+            return cls(value)
+        except ValueError:
+            raise InputError(f"invalid dry run {value!r}: use none, client or server") from None
+
+    @property
+    def sends_writes(self) -> bool:
+        """Client dry run never writes; a server dry run sends every write with dryRun=All."""
+        return self is not DryRun.CLIENT
+
+    @property
+    def active(self) -> bool:
+        return self is not DryRun.NONE
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the user named: CRDs by name, group or label, and manifests."""
+
+    crds: tuple[str, ...] = ()
+    group: str | None = None
+    crd_selector: str | None = None
+    files: tuple[str, ...] = ()
+    recursive: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "crds", tuple(n.strip() for n in self.crds))
+        object.__setattr__(self, "files", tuple(self.files))
+        if not (self.crds or self.group or self.crd_selector or self.files):
+            raise InputError("nothing selected: name CRDs (crd NAME..., --group, -l) or pass -f PATH")
+        if any(not n for n in self.crds):
+            raise InputError("empty CRD name")
+        if self.crds and self.crd_selector:
+            raise InputError("NAME and -l cannot be combined (kubectl has the same rule)")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to free the selection. Frozen and validated, so every layer can trust it."""
+
+    delete: bool = False
+    wait: bool = True
+    timeout: float | None = None
+    dry_run: DryRun = DryRun.NONE
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    only_terminating: bool = False
+    finalizers: tuple[str, ...] = ()
+    concurrency: int = 16
+    chunk_size: int = 500
+    settle: float = 1.0
+    poll: float = 0.2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))
+        object.__setattr__(self, "finalizers", tuple(self.finalizers))
+        if self.concurrency < 1 or self.chunk_size < 1:
+            raise InputError("--concurrency and --chunk-size must be at least 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise InputError("--timeout must be greater than 0")
+        if not self.wait and not self.delete:
+            raise InputError("--wait only applies with --delete")
+        if any(not f.strip() for f in self.finalizers):
+            raise InputError("--finalizer needs a name")
+
+    @property
+    def deadline_seconds(self) -> float:
+        return self.timeout if self.timeout is not None else DEFAULT_TIMEOUT
+
+    def removable(self, finalizers: list[str]) -> list[str]:
+        """The finalizers this run removes from an object that has `finalizers`."""
+        if self.finalizers:
+            return [f for f in finalizers if f in self.finalizers]
+        return list(finalizers)
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """kubectl's connection flags; each is honoured or refused, never ignored."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    cluster: str | None = None
+    user: str | None = None
+    server: str | None = None
+    token: str | None = None
+    certificate_authority: str | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str | None = None
+    as_user: str | None = None
+    as_groups: tuple[str, ...] = ()
+    as_uid: str | None = None
+    request_timeout: float | None = None
+    pool_size: int = 16
+    verbosity: int = 0
+    log: Callable[[str], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "as_groups", tuple(self.as_groups))
+        if self.as_groups and not self.as_user:
+            raise ConfigError("--as-group requires --as (kubectl has the same rule)")
+        if self.as_uid and not self.as_user:
+            raise ConfigError("--as-uid requires --as (kubectl has the same rule)")
+        if self.request_timeout is not None and self.request_timeout < 0:
+            raise ConfigError("--request-timeout must not be negative")
+        if self.as_user is not None and not self.as_user.strip():
+            raise ConfigError("--as needs a user name")
+        if any(not group.strip() for group in self.as_groups):
+            raise ConfigError("--as-group needs a group name")

@@ -1,0 +1,68 @@
+"""The outcome book: one last word per object, every reported outcome counted, and the
+listener told outside the lock (a slow terminal must not serialize the workers)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+from .model import Action, ObjectKey, ObjectMeta, ObjectRef, Outcome
+from .options import DryRun
+
+OutcomeListener = Callable[[Outcome], None]
+
+
+class OutcomeBook:
+    def __init__(self, dry_run: DryRun, listener: OutcomeListener | None = None) -> None:
+        self.dry_run = dry_run
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._last: dict[ObjectKey, Outcome] = {}
+        self.counts: Counter[Action] = Counter()
+
+    def outcome(
+        self, ref: ObjectRef, action: Action, finalizers: tuple[str, ...] | list[str] = (), message: str = ""
+    ) -> Outcome:
+        dry_run = self.dry_run if action in (Action.UNFINALIZED, Action.DELETED) else DryRun.NONE
+        return Outcome(ref.resource.display, ref.name, action, ref.namespace, list(finalizers), message, dry_run)
+
+    def record(self, key: ObjectKey, outcome: Outcome, first_only: bool = False) -> None:
+        """Keep the object's newest outcome and report it, unless it says nothing new:
+        the same action again, or "already gone" after the run itself freed it."""
+        with self._lock:
+            previous = self._last.get(key)
+            if previous is not None:
+                if first_only or (previous.action == outcome.action and previous.finalizers == outcome.finalizers):
+                    return
+                if previous.action == Action.UNFINALIZED and outcome.action == Action.GONE:
+                    return
+            self._last[key] = outcome
+            self.counts[outcome.action] += 1
+        if self._listener is not None:
+            self._listener(outcome)
+
+    def add(
+        self,
+        ref: ObjectRef,
+        action: Action,
+        finalizers: tuple[str, ...] | list[str] = (),
+        message: str = "",
+        aspect: str = "",
+    ) -> None:
+        self.record(ObjectKey.of(ref, aspect), self.outcome(ref, action, finalizers, message))
+
+    def of(self, meta: ObjectMeta, action: Action, finalizers: tuple[str, ...] | list[str], message: str = "") -> None:
+        self.add(meta.ref, action, finalizers, message)
+
+    def last(self, ref: ObjectRef) -> Outcome | None:
+        with self._lock:
+            return self._last.get(ObjectKey.of(ref))
+
+    def keys_with(self, action: Action) -> set[ObjectKey]:
+        with self._lock:
+            return {k for k, o in self._last.items() if o.action == action}
+
+    def outcomes(self) -> list[Outcome]:
+        with self._lock:
+            return list(self._last.values())

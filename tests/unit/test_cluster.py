@@ -1,0 +1,96 @@
+"""The cluster verbs against a scripted transport: which request each verb sends, and
+what a status means for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubectl_unfinalize.cluster import HttpCluster, ListQuery
+from kubectl_unfinalize.deadline import Deadline
+from kubectl_unfinalize.errors import Gone, NotFound
+from kubectl_unfinalize.model import ObjectMeta, ObjectRef, Resource
+from kubectl_unfinalize.options import DryRun
+
+WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
+
+
+def obj(name, finalizers=(), **meta):
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "finalizers": list(finalizers), **meta}}
+
+
+class ScriptedTransport:
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.requests = []
+
+    def request(self, method, path, *, query=None, body=None, deadline=None, **kwargs):
+        self.requests.append((method, path, {k: v for k, v in (query or {}).items() if v}, body))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def names(pages):
+    return [[m.ref.name for m in page] for page in pages]
+
+
+def test_an_expired_continue_token_goes_on_with_the_token_the_410_offers():
+    t = ScriptedTransport(
+        {"items": [obj("a")], "metadata": {"continue": "c1"}},
+        Gone(410, "Expired", "too old", continue_token="inconsistent"),
+        {"items": [obj("b")], "metadata": {}},
+    )
+    pages = names(HttpCluster(t, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=1)))
+    assert pages == [["a"], ["b"]]
+    assert [r[2].get("continue") for r in t.requests] == [None, "c1", "inconsistent"]
+
+
+def test_an_expired_token_without_a_successor_restarts_the_list():
+    t = ScriptedTransport(
+        {"items": [obj("a")], "metadata": {"continue": "c1"}},
+        Gone(410, "Expired", "too old"),
+        {"items": [obj("a"), obj("b")], "metadata": {}},
+    )
+    pages = names(HttpCluster(t, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=1)))
+    assert pages == [["a"], ["a", "b"]]
+    assert "continue" not in t.requests[2][2]
+
+
+def test_a_gone_resource_lists_nothing():
+    t = ScriptedTransport(NotFound(404, "NotFound", "the server could not find the requested resource"))
+    assert names(HttpCluster(t, Deadline(None)).list_meta(WIDGETS, ListQuery())) == []
+
+
+def test_delete_returns_the_uid_and_the_object_when_finalizers_hold_it():
+    ref = ObjectRef(WIDGETS, "a", "ns")
+    held = obj("a", ["x"], deletionTimestamp="2026-11-30T00:00:00Z")
+    t = ScriptedTransport(held, obj("a"), {"kind": "Status", "details": {"uid": "u-s"}}, NotFound(404, "", ""))
+    cluster = HttpCluster(t, Deadline(None))
+    first = cluster.delete(ref, DryRun.NONE)
+    assert first.uid == "u-a" and first.remaining.finalizers == ("x",)
+    assert cluster.delete(ref, DryRun.NONE).remaining is None
+    assert cluster.delete(ref, DryRun.NONE).uid == "u-s"
+    assert cluster.delete(ref, DryRun.NONE) is None
+    assert t.requests[0][3]["propagationPolicy"] == "Background"
+
+
+def test_server_dry_run_puts_dry_run_in_the_delete_body_and_the_patch_query():
+    ref = ObjectRef(WIDGETS, "a", "ns")
+    t = ScriptedTransport(obj("a"), {})
+    cluster = HttpCluster(t, Deadline(None))
+    cluster.delete(ref, DryRun.SERVER)
+    cluster.patch_finalizers(ObjectMeta(ref, "u", "7", ("x",), False), None, DryRun.SERVER)
+    assert t.requests[0][3]["dryRun"] == ["All"] and t.requests[0][2] == {"dryRun": "All"}
+    assert t.requests[1][2] == {"dryRun": "All"} and t.requests[1][3] == {"metadata": {"finalizers": None}}
+
+
+@pytest.mark.parametrize(
+    ("keep", "body"),
+    [((), {"resourceVersion": "7", "finalizers": None}), (("k",), {"resourceVersion": "7", "finalizers": ["k"]})],
+)
+def test_keeping_finalizers_is_a_conditional_write(keep, body):
+    ref = ObjectRef(WIDGETS, "a", "ns")
+    t = ScriptedTransport({})
+    HttpCluster(t, Deadline(None)).patch_finalizers(ObjectMeta(ref, "u", "7", ("x", "k"), False), keep, DryRun.NONE)
+    assert t.requests[0][0] == "PATCH" and t.requests[0][3] == {"metadata": body}
