@@ -90,6 +90,16 @@ class ApiError(ClusterError):
         return [str(c.get("message") or c.get("reason") or "") for c in self.details.get("causes") or []]
 
 
+class Unauthorized(ApiError):
+    """401: the credentials are wrong or expired; the user must fix the configuration."""
+
+    exit_status = ExitStatus.USAGE
+
+    def __str__(self) -> str:
+        detail = super().__str__()
+        return f"the API server rejected the credentials ({detail}): check the token or kubeconfig user"
+
+
 class NotFound(ApiError):
     """404: for a write, the object is already gone."""
 
@@ -116,6 +126,7 @@ class TooManyRequests(ApiError):
 
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: Invalid,
+    401: Unauthorized,
     403: Forbidden,
     404: NotFound,
     409: Conflict,

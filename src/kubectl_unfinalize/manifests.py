@@ -10,6 +10,7 @@ from typing import IO, Any
 from .errors import InputError
 
 EXTENSIONS = (".yaml", ".yml", ".json")
+MAX_BYTES = 64 * 1024 * 1024  # a manifest this large is a mistake (a log, a dump), not a teardown's input
 
 
 @dataclass
@@ -50,9 +51,17 @@ def _read_path(path: Path, recursive: bool) -> list[Document]:
 
 def _read_file(path: Path) -> list[Document]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from exc
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(f"{path}: too large for a manifest ({path.stat().st_size} bytes, at most {MAX_BYTES})")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if b"\0" in data:
+        raise InputError(f"{path}: not a manifest (binary data)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     return parse_text(text, str(path))
 
 
@@ -99,6 +108,17 @@ def _checked(doc: Document) -> Document:
     missing = [key for key in ("apiVersion", "kind") if not body.get(key)]
     if missing:
         raise InputError(f"{doc.where}: missing {' and '.join(missing)}")
-    if not (body.get("metadata") or {}).get("name"):
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InputError(f"{doc.where}: metadata must be a mapping")
+    if not metadata.get("name"):
         raise InputError(f"{doc.where}: {body['kind']} has no metadata.name")
+    for field, value in (
+        ("apiVersion", body["apiVersion"]),
+        ("kind", body["kind"]),
+        ("metadata.name", metadata["name"]),
+        ("metadata.namespace", metadata.get("namespace") or ""),
+    ):
+        if not isinstance(value, str):
+            raise InputError(f"{doc.where}: {field} must be a string, not {type(value).__name__}")
     return doc

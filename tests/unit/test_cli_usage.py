@@ -20,6 +20,23 @@ from kubectl_unfinalize.cli import build_parser, main
         (["crd", "x", "-n", "a", "-A"], "-n and -A cannot be combined"),
         (["crd", "x", "--wait=false"], "--wait only applies with --delete"),
         (["crd", "x", "--bogus"], "unrecognized arguments: --bogus"),
+        (["crd", "x", "--timeout", "0"], "--timeout must be greater than 0"),
+        (["crd", "x", "--timeout=-5s"], "invalid duration '-5s'"),
+        (["crd", "x", "--chunk-size", "0"], "must be at least 1"),
+        (["crd", "x", "--concurrency", "many"], "invalid int value: 'many'"),
+        (["crd", "x", "--dry-run", "-i"], "-i asks before changing anything"),
+        (["crd", "x", "-i", "-o", "json"], "-i cannot be combined with -o json"),
+        (["crd", "x", "--finalizer", " "], "--finalizer needs a name"),
+        (["crd", "x", "--as-group", "g"], "--as-group requires --as"),
+        (["crd", "x", "--as-uid", "1"], "--as-uid requires --as"),
+        (["crd", "x", "--as", ""], "--as needs a user name"),
+        (["crd", "x", "--as", "u", "--as-group", ""], "--as-group needs a group name"),
+        (["crd", "x", "--insecure-skip-tls-verify=maybe"], "invalid boolean 'maybe'"),
+        (["crd", "x", "--request-timeout", "soon"], "invalid duration 'soon'"),
+        (["crd", "x", "-v=loud"], "invalid verbosity"),
+        (["crd", "x", "-o", "xml"], "invalid choice: 'xml'"),
+        (["crd", "x", "-f", "m.yaml"], "-f cannot be combined with crd NAME"),
+        (["-f", "https://example.com/m.yaml"], "URLs are not supported"),
     ],
 )
 def test_usage_errors(argv, message, capsys, monkeypatch):
@@ -66,3 +83,21 @@ def test_every_kubectl_connection_flag_is_accepted():
     help_text = build_parser().format_help()
     for flag in flags:
         assert f"{flag} " in help_text or f"{flag}," in help_text or f"{flag}\n" in help_text, flag
+
+
+def test_a_bare_v_before_a_word_is_verbosity_one_not_a_level():
+    from kubectl_unfinalize.flags import parse
+
+    assert parse(["-v", "crd", "x"]).verbose == 1
+    assert parse(["-qv", "crd", "x"]).verbose == 1
+    assert parse(["crd", "x", "-v=6"]).verbose == 6
+    assert parse(["crd", "x", "-v", "8"]).verbose == 8
+    assert parse(["crd", "x", "--v=6"]).verbose == 6
+    assert parse(["crd", "x"]).verbose == 0
+
+
+def test_a_bad_manifest_is_reported_before_connecting(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [\n")
+    assert main(["-f", str(bad), "--server", "https://127.0.0.1:1"]) == 2
+    assert "invalid YAML" in capsys.readouterr().err

@@ -60,7 +60,7 @@ def test_in_cluster_config_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
     secrets = tmp_path / "serviceaccount"
     secrets.mkdir()
     (secrets / "token").write_text("pod-token")
-    (secrets / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    self_signed_ca(secrets / "ca.crt")
     (secrets / "namespace").write_text("ci-jobs")
     monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
     monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
@@ -81,3 +81,23 @@ def test_malformed_kubeconfig_is_one_line_with_file_and_line(tmp_path):
     message = str(info.value)
     assert "\n" not in message, message
     assert message.startswith(f"invalid kubeconfig: {path}:4: ")
+
+
+def self_signed_ca(path):
+    import subprocess
+
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(path) + ".key", "-out", str(path), "-days", "1", "-subj", "/CN=test-ca"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("flag", ["certificate_authority", "client_certificate"])
+def test_a_file_that_is_not_a_certificate_is_one_line(tmp_path, monkeypatch, flag):
+    monkeypatch.setenv("KUBECONFIG", kubeconfig(tmp_path / "a", "https://a.example:6443"))
+    garbage = tmp_path / "not-a-cert.pem"
+    garbage.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    extra = {"client_key": str(garbage)} if flag == "client_certificate" else {}
+    with pytest.raises(ConfigError, match=r"^invalid (certificate authority|client certificate or key) .*not-a-cert"):
+        connect(ConnectionOptions(**{flag: str(garbage)}, **extra))
