@@ -25,13 +25,13 @@ from . import diagnose
 from .access import preflight
 from .cluster import Cluster, ListQuery, crd_ref
 from .deadline import Deadline
-from .errors import Conflict, NotFound, UnfinalizeError
+from .errors import Conflict, Forbidden, Invalid, NotFound, UnfinalizeError
 from .model import CRD, Action, ObjectKey, ObjectMeta, ObjectRef, Progress, Report, Targets
 from .options import DryRun, Options
 from .outcomes import OutcomeBook, OutcomeListener
 
 CONFLICT_RETRIES = 10
-DIAGNOSIS_GRACE = 10.0  # the deadline has passed; reading what blocks gets this much more
+DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.05
 
 ProgressListener = Callable[[Progress], None]
@@ -41,6 +41,7 @@ ProgressListener = Callable[[Progress], None]
 class _CrdState:
     crd: CRD
     uid: str | None = None  # set once this run deleted it
+    refused: bool = False  # its DELETE was refused (RBAC, admission): waiting cannot help
     blocked: int = 0  # instances the last whole pass could not free
     counting: int = 0  # the same, for the pass under way
     listed: bool = True  # False when the last pass could not list its instances
@@ -113,9 +114,11 @@ class Engine:
                 report.timed_out = True
                 break
             if options.delete:
-                self._delete_crds(pool, [c for c in crds if c.uid is None and c.listed and not c.blocked])
+                ready = [c for c in crds if c.uid is None and c.listed and not c.blocked and not c.refused]
+                self._delete_crds(pool, ready)
             if not waiting:
                 break
+            crds = [c for c in crds if not c.refused]
             crds = [c for c in crds if c.uid is None or (c.uid and self._exists(crd_ref(c.crd.name), c.uid))]
             objects = [o for o in objects if o.uid and self._exists(o.ref, o.uid)]
             if not crds and not objects:
@@ -305,7 +308,11 @@ class Engine:
             if found is not None:
                 self.book.add(ref, Action.DELETED)
             return True
-        deleted = self.cluster.delete(ref, dry_run)
+        try:
+            deleted = self.cluster.delete(ref, dry_run)
+        except (Forbidden, Invalid):
+            state.refused = True
+            raise
         if deleted is None:
             state.uid = ""
             self.book.add(ref, Action.GONE, message="not found")

@@ -60,3 +60,41 @@ def assert_cleanup_finalizer_untouched(crd_obj) -> None:
     for entry in crd_obj.metadata.managed_fields or []:
         fields = (entry.fields_v1 or {}).get("f:metadata", {})
         assert not (entry.manager.startswith("kubectl-unfinalize") and "f:finalizers" in fields), entry
+
+
+def create_many(api_client, crd: dict, count: int, namespaces: list[str], finalizers=(), prefix="o") -> list[tuple]:
+    """`count` objects spread over `namespaces`, created 16 at a time; (namespace, name) each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    keys = [(namespaces[i % len(namespaces)], f"{prefix}{i}") for i in range(count)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda key: create(api_client, crd, key[1], key[0], finalizers=finalizers), keys))
+    return keys
+
+
+def crd_manifest(crd: dict) -> dict:
+    """The CRD as a manifest document selects it (-f)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd["name"]},
+    }
+
+
+def writes_outside(events, crds: list[dict], extra: set[tuple] = frozenset()) -> list[dict]:
+    """Audit write events that touched anything but the selected CRDs and their objects
+    (or `extra` (resource, name) pairs)."""
+    allowed_resources = {c["plural"] for c in crds}
+    allowed_crds = {c["name"] for c in crds}
+    outside = []
+    for event in events:
+        ref = event.get("objectRef") or {}
+        resource, name = ref.get("resource"), ref.get("name")
+        if resource in allowed_resources and ref.get("apiGroup") in {c["group"] for c in crds}:
+            continue
+        if resource == "customresourcedefinitions" and name in allowed_crds:
+            continue
+        if resource in ("selfsubjectaccessreviews", "selfsubjectreviews") or (resource, name) in extra:
+            continue
+        outside.append(event)
+    return outside

@@ -217,3 +217,130 @@ def test_impersonated_groups_are_sent_as_separate_headers(cli, stuck, kubectl, n
         assert allowed.returncode == 0, allowed.stderr
         assert allowed.stdout.count("(server dry run)") == 2
         stuck["unchanged"]()
+
+
+def _kubeconfig_with(kubeconfig, tmp_path, name, **user):
+    """The admin kubeconfig with its user replaced by `user` fields."""
+    config = yaml.safe_load(open(kubeconfig))
+    config["users"][0]["user"] = user
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _file(tmp_path, name, content):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def _sparse(tmp_path, name, size):
+    path = tmp_path / name
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(8)
+)
+
+# (id, args(stuck, tmp_path, kubeconfig) -> list, exit code, needle in the one stderr line)
+TABLE = [
+    ("as-group-without-as", lambda s, t, k: ["crd", s["name"], "--as-group", "g"], 2, "--as-group requires --as"),
+    ("as-uid-without-as", lambda s, t, k: ["crd", s["name"], "--as-uid", "7"], 2, "--as-uid requires --as"),
+    ("empty-as", lambda s, t, k: ["crd", s["name"], "--as", ""], 2, "--as needs a user name"),
+    ("empty-as-group", lambda s, t, k: ["crd", s["name"], "--as", "u", "--as-group", " "], 2, "--as-group needs"),
+    ("dry-run-with-i", lambda s, t, k: ["crd", s["name"], "--delete", "--dry-run", "-i"], 2, "-i asks before"),
+    ("wait-false-without-delete", lambda s, t, k: ["crd", s["name"], "--wait=false"], 2, "--wait only applies"),
+    ("concurrency-0", lambda s, t, k: ["crd", s["name"], "--delete", "--concurrency", "0"], 2, "at least 1"),
+    ("chunk-size-0", lambda s, t, k: ["crd", s["name"], "--chunk-size", "0"], 2, "at least 1"),
+    ("timeout-0", lambda s, t, k: ["crd", s["name"], "--delete", "--timeout", "0"], 2, "greater than 0"),
+    ("timeout-negative", lambda s, t, k: ["crd", s["name"], "--timeout=-1m"], 2, "invalid duration"),
+    ("request-timeout-word", lambda s, t, k: ["crd", s["name"], "--request-timeout", "later"], 2, "invalid duration"),
+    ("bad-bool", lambda s, t, k: ["crd", s["name"], "--insecure-skip-tls-verify=perhaps"], 2, "invalid boolean"),
+    ("bad-output", lambda s, t, k: ["crd", s["name"], "-o", "table"], 2, "invalid choice"),
+    ("empty-finalizer", lambda s, t, k: ["crd", s["name"], "--finalizer", ""], 2, "--finalizer needs a name"),
+    ("name-and-selector", lambda s, t, k: ["crd", s["name"], "-l", "a=b"], 2, "cannot be combined"),
+    ("f-and-crd", lambda s, t, k: ["crd", s["name"], "-f", str(t)], 2, "-f cannot be combined"),
+    ("unknown-command", lambda s, t, k: ["pods", "x"], 2, "unknown command 'pods'"),
+    ("url", lambda s, t, k: ["-f", "https://example.com/crds.yaml"], 2, "URLs are not supported"),
+    ("binary-file", lambda s, t, k: ["-f", _file(t, "b.yaml", b"\x7fELF\x00\x01")], 2, "binary data"),
+    ("latin1-file", lambda s, t, k: ["-f", _file(t, "l.yaml", "kind: caf\xe9\n".encode("latin-1"))], 2, "not UTF-8"),
+    ("huge-file", lambda s, t, k: ["-f", _sparse(t, "huge.yaml", 100 * 1024 * 1024)], 2, "too large for a manifest"),
+    (
+        "yaml-bomb-name",
+        lambda s, t, k: ["-f", _file(t, "bomb.yaml", BOMB + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: *i}\n")],
+        2,
+        "metadata.name must be a string",
+    ),
+    ("list-document", lambda s, t, k: ["-f", _file(t, "l.yaml", "- a\n- b\n")], 2, "expected a mapping"),
+    ("no-kind", lambda s, t, k: ["-f", _file(t, "k.yaml", "apiVersion: v1\nmetadata: {name: x}\n")], 2, "missing kind"),
+    ("no-name", lambda s, t, k: ["-f", _file(t, "n.yaml", "apiVersion: v1\nkind: ConfigMap\n")], 2, "no metadata.name"),
+    ("dir-without-manifests", lambda s, t, k: ["-f", _file(t, "notes.txt", "hello").parent], 2, "no manifests found"),
+    ("broken-symlink", lambda s, t, k: ["-f", _symlink(t)], 2, "no such file or directory"),
+    (
+        "malformed-token",
+        lambda s, t, k: ["crd", s["name"], "--delete", "--kubeconfig", _kubeconfig_with(k, t, "kc", token="x.y.z")],
+        2,
+        "rejected the credentials",
+    ),
+    (
+        "expired-token",
+        lambda s, t, k: ["crd", s["name"], "--delete", "--kubeconfig", _kubeconfig_with(k, t, "kc", token=EXPIRED)],
+        2,
+        "rejected the credentials",
+    ),
+    (
+        "not-a-certificate",
+        lambda s, t, k: [
+            "crd",
+            s["name"],
+            "--delete",
+            "--certificate-authority",
+            _file(t, "ca.crt", "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n"),
+        ],
+        2,
+        "invalid certificate authority",
+    ),
+    ("unknown-user", lambda s, t, k: ["crd", s["name"], "--user", "nobody"], 2, "user 'nobody' not found"),
+    ("unknown-cluster", lambda s, t, k: ["crd", s["name"], "--cluster", "nowhere"], 2, "cluster 'nowhere' not found"),
+    ("verbosity-word", lambda s, t, k: ["crd", s["name"], "-v=loud"], 2, "invalid verbosity"),
+]
+# A structurally valid JWT, expired in 2001, signed by nobody the server trusts.
+EXPIRED = (
+    "eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjEwMDAwMDAwMDAsInN1YiI6InN5c3RlbTpzZXJ2aWNlYWNjb3VudDpkZWZhdWx0OmV4cGlyZWQifQ."
+    "c2lnbmF0dXJl"
+)
+
+
+def _symlink(tmp_path):
+    link = tmp_path / "dangling.yaml"
+    link.symlink_to(tmp_path / "missing-target.yaml")
+    return link
+
+
+@pytest.mark.parametrize(("args", "code", "needle"), [c[1:] for c in TABLE], ids=[c[0] for c in TABLE])
+def test_bad_input_table(cli, stuck, tmp_path, kubeconfig, args, code, needle):
+    one_line_error(cli(*args(stuck, tmp_path, kubeconfig)), code, needle)
+    stuck["unchanged"]()
+
+
+@pytest.mark.parametrize("spelling", ["{plural}", " {plural} ", "{PLURAL}", "{Kind}.{group}"])
+def test_names_with_stray_whitespace_or_other_case_resolve(cli, stuck, spelling):
+    name = spelling.format(
+        plural=stuck["plural"], PLURAL=stuck["plural"].upper(), Kind=stuck["kind"], group=stuck["group"]
+    )
+    result = cli("crd", name, "--dry-run=server", "-o", "name")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 2
+    stuck["unchanged"]()
+
+
+def test_a_bad_manifest_is_reported_even_when_the_cluster_is_unreachable(cli, tmp_path):
+    bad = _file(tmp_path, "bad.yaml", "apiVersion: v1\nkind: [\n")
+    one_line_error(cli("-f", bad, "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"), 2, "invalid YAML")

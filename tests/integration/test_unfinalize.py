@@ -132,9 +132,9 @@ def test_crd_label_selector_and_cluster_scoped(api_client, make_crd, cli):
     create(api_client, crd, "c1", finalizers=[HOLD])
     result = cli("crd", "-l", "app.kubernetes.io/instance=release-x", "--delete", "--timeout", "60s", "-o", "name")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [
-        f"customresourcedefinition.apiextensions.k8s.io/{crd['name']}",
+    assert result.stdout.split() == [  # instances first, the CRD once they are gone
         f"cluster.{crd['group']}/c1",
+        f"customresourcedefinition.apiextensions.k8s.io/{crd['name']}",
     ]
     assert crd_state(api_client, crd["name"]) is None
 
