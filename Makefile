@@ -43,7 +43,7 @@ test: setup controlplane lint lint-workflows binary
 demo: setup controlplane
 	PYTHON=$(PYTHON) scripts/demo.sh
 
-## bench: kubectl-unfinalize against a kubectl patch loop (N=1000 and 10000 by default)
+## bench: dist/kubectl-unfinalize (make binary) vs kubectl at small N and a client-go ceiling at N=2000..10000, also far (BENCH_ARGS=--quick)
 bench: setup controlplane
 	$(PYTHON) scripts/benchmark.py $(BENCH_ARGS)
 
