@@ -101,3 +101,29 @@ def test_a_file_that_is_not_a_certificate_is_one_line(tmp_path, monkeypatch, fla
     extra = {"client_key": str(garbage)} if flag == "client_certificate" else {}
     with pytest.raises(ConfigError, match=r"^invalid (certificate authority|client certificate or key) .*not-a-cert"):
         connect(ConnectionOptions(**{flag: str(garbage)}, **extra))
+
+
+def test_user_is_honoured_with_server_when_the_context_names_no_cluster(tmp_path, monkeypatch):
+    """Was silently ignored: --server returned before the user's credentials were loaded."""
+    path = tmp_path / "kc"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "users": [{"name": "admin", "user": {"token": "admin-token"}}],
+        "contexts": [{"name": "bare", "context": {}}], "current-context": "bare",
+    }))  # fmt: skip
+    t = connect(ConnectionOptions(kubeconfig=str(path), server="https://s.example:6443", user="admin"))
+    assert t.host == "https://s.example:6443" and t._auth() == "Bearer admin-token"
+
+
+def test_user_without_any_kubeconfig_is_refused_not_ignored(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="--user 'admin' needs a kubeconfig"):
+        connect(ConnectionOptions(server="https://s.example:6443", user="admin"))
+
+
+def test_every_run_has_a_deadline_with_or_without_delete():
+    from kubectl_unfinalize.options import DEFAULT_TIMEOUT, Options
+
+    assert Options().deadline_seconds == DEFAULT_TIMEOUT == Options(delete=True).deadline_seconds
+    assert Options(timeout=7).deadline_seconds == 7
