@@ -371,3 +371,21 @@ def test_a_closed_stdout_ends_quietly_after_the_work(api_client, stuck_crd, unfi
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-s", *sys.argv[1:]]))
+
+
+def test_ctrl_c_reports_what_was_done(api_client, stuck_crd, unfinalize_cmd, cli_env, audit):
+    import signal
+
+    crd = stuck_crd(2000)
+    audit.mark()
+    proc = popen(unfinalize_cmd, cli_env, "crd", crd["name"], "--concurrency", "2")
+    wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 20, timeout=60, interval=0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    summary = err.strip().splitlines()[-1]
+    assert summary.startswith("interrupted: ") and " unfinalized" in summary, err
+    freed = sum(1 for _, fin, _ in snapshot(api_client, crd).values() if fin == ())
+    assert out.count(" unfinalized") >= freed - 2 * 4  # every object freed was reported (bar those in flight)
+    assert 0 < freed < 2000
