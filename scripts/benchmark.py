@@ -316,6 +316,7 @@ class Bench:
             plugin.write_text(f'#!/bin/sh\nexec {shlex.join(tool_argv)} "$@"\n')
             plugin.chmod(0o755)
         self.plugin = plugin
+        self.tool_desc = shlex.join(tool_argv)
         self.env = self.env_for(kubeconfig)
         self.namespaces = self.kube.namespaces()
 
@@ -343,7 +344,7 @@ class Bench:
             client_version = "?"
         tool_line = (tool.stdout or tool.stderr).strip().splitlines()[:1] or ["?"]
         return [
-            f"tool:      kubectl unfinalize -> {os.path.realpath(self.plugin)}: {tool_line[0]}",
+            f"tool:      kubectl unfinalize -> {self.tool_desc}: {tool_line[0]}",
             f"kubectl:   {client_version} ({self.kubectl})",
             f"ceiling:   client-go v0.36.3, 64 in flight ({self.ceiling})",
             f"server:    {server.get('gitVersion', '?')} at {self.kube.server}",
