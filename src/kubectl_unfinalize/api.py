@@ -89,9 +89,11 @@ def run(
     on_outcome: OutcomeListener | None = None,
     on_progress: ProgressListener | None = None,
     confirm: Confirm | None = None,
+    retain: bool = True,
 ) -> Report:
     """Read the manifests (before connecting: a bad one is reported even when the
-    cluster is unreachable), resolve, ask, free."""
+    cluster is unreachable), resolve, ask, free. retain=False keeps only failures in the
+    Report (the listener has seen every outcome), for memory flat in the object count."""
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
     pool_size = max(connection.pool_size, options.concurrency + 2)
     with connect(replace(connection, pool_size=pool_size)) as transport:
@@ -101,5 +103,5 @@ def run(
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds))  # time spent asking is not the run's
-        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress)
+        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
         return engine.run(targets, skipped=targets.missing)

@@ -79,33 +79,41 @@ def _err(text: str) -> None:
 
 
 class _Printer:
-    """Outcome lines on stdout, from worker threads. A closed stdout (`| head`) stops the
-    printing, not the work: the run finishes freeing what it started, quietly."""
+    """Outcomes on stdout as they happen, from worker threads: a line each, or items of
+    the -o json/yaml document. A closed stdout (`| head`) stops the printing, not the
+    work: the run finishes freeing what it started, quietly."""
 
     def __init__(self, output: str, color: bool, progress: ProgressDisplay | None) -> None:
+        from .report import DocumentStream
+
         self.output = output
         self.color = color
         self.progress = progress
         self.closed = False
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # an item is written while the document's turn is held
+        self.document = DocumentStream(output, self.write) if output in ("json", "yaml") else None
 
     def outcome(self, outcome: Outcome) -> None:
         from .report import outcome_line
 
-        if self.output in ("json", "yaml") or self.closed:
+        if self.closed:
+            return
+        if self.document is not None:
+            with self._lock:  # one item at a time, in the order they are written
+                self.document.item(outcome)
             return
         line = outcome_line(outcome, self.output, self.color)
         if line is not None:
-            self.write(line)
+            self.write(line + "\n")
 
     def write(self, text: str) -> None:
+        if self.closed:
+            return
         with self._lock:
-            if self.closed:
-                return
             if self.progress:
                 self.progress.clear()
             try:
-                sys.stdout.write(text + "\n")
+                sys.stdout.write(text)
                 sys.stdout.flush()
             except BrokenPipeError:
                 self.closed = True
@@ -117,7 +125,7 @@ class _Printer:
 def _run(args: argparse.Namespace) -> int:
     from .api import run
     from .flags import to_connection_options, to_options, to_selection
-    from .report import ProgressDisplay, render_document
+    from .report import ProgressDisplay
 
     selection, options = to_selection(args), to_options(args)
     connection = to_connection_options(args, log=_err)
@@ -143,11 +151,12 @@ def _run(args: argparse.Namespace) -> int:
         on_outcome=printer.outcome,
         on_progress=progress.update if progress else None,
         confirm=confirm if args.interactive else None,
+        retain=False,
     )
     if progress:
         progress.clear()
-    if args.output in ("json", "yaml"):
-        printer.write(render_document(report, args.output))
+    if printer.document is not None and not report.aborted:
+        printer.document.finish(report)
     return _finish(report, args.quiet)
 
 
@@ -160,7 +169,7 @@ def _finish(report: Report, quiet: bool) -> int:
     if not quiet:
         for skipped in report.skipped:
             _err(f"{skipped} not found (skipped)")
-        if not report.outcomes and not report.scanned and not report.skipped:
+        if not sum(report.counts.values()) and not report.scanned and not report.skipped:
             _err("nothing to do: no matching custom resources or CRDs")
     if report.error:
         _err(f"error: {report.error}")

@@ -10,7 +10,7 @@ import time
 
 from .cluster import Cluster, ListQuery, crd_ref
 from .errors import ApiError, Forbidden, Invalid, UnfinalizeError
-from .model import CRD, Action, ObjectKey, ObjectMeta, ObjectRef, Resource
+from .model import CRD, Action, ObjectMeta, ObjectRef, Resource
 from .options import Options
 from .outcomes import OutcomeBook
 
@@ -46,11 +46,11 @@ def final_check(
     book: OutcomeBook,
     crds: list[CRD],
     objects: list[ObjectRef],
-    live: set[ObjectKey],
+    live: set[str],
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
-    being deleted. `live` holds the freed objects that had no deletionTimestamp: the
-    others are gone, so when it is empty there is nothing to wait for."""
+    being deleted. `live` holds the uids of the freed objects that had no
+    deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for."""
     if not live:
         return
     time.sleep(options.settle)
@@ -59,7 +59,7 @@ def final_check(
     found += [m for ref in objects if (m := cluster.get_meta(ref)) is not None]
     for meta in found:
         back = options.removable(list(meta.finalizers))
-        if ObjectKey.of(meta.ref) in live and back:
+        if meta.uid in live and back:
             culprit = f"; likely re-added by {', '.join(meta.managers)}" if meta.managers else ""
             book.of(meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?")
 

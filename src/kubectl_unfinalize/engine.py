@@ -71,14 +71,15 @@ class Engine:
         deadline: Deadline,
         on_outcome: OutcomeListener | None = None,
         on_progress: ProgressListener | None = None,
+        retain: bool = True,
     ) -> None:
         self.cluster = cluster
         self.options = options
         self.deadline = deadline
-        self.book = OutcomeBook(options.dry_run, on_outcome)
+        self.book = OutcomeBook(options.dry_run, on_outcome, retain)
         self._on_progress = on_progress or (lambda _: None)
         self._seen: set[str] = set()
-        self._live: set[ObjectKey] = set()  # freed while not terminating: may come back
+        self._live: set[str] = set()  # uids freed while not terminating: may come back
         self._progress = _Pass()
         self._lock = threading.Lock()
 
@@ -281,7 +282,7 @@ class Engine:
 
     def _freed(self, meta: ObjectMeta, removed: list[str], message: str = "") -> bool:
         if not meta.terminating and not self.options.delete:
-            self._live.add(ObjectKey.of(meta.ref))
+            self._live.add(meta.uid)
         self.book.of(meta, Action.UNFINALIZED, removed, message)
         return True
 

@@ -49,8 +49,8 @@ examples:
   kubectl unfinalize -f manifests/crds/ --delete --timeout 60s
   kubectl unfinalize crd widgets --finalizer example.com/cleanup -n team-a
 
-Without --delete, when objects that were not being deleted were freed, the tool waits
-1s and reads them again to name any controller that put finalizers back.
+final check: without --delete, when objects that were not being deleted were freed,
+the tool waits 1s and reads them again to name any controller that put them back.
 
 exit codes: 0 done or nothing to do; 1 something failed or timed out;
 2 usage or input error; 130 interrupted."""

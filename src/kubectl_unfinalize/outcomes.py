@@ -1,5 +1,8 @@
 """The outcome book: one last word per object, every reported outcome counted, and the
-listener told outside the lock (a slow terminal must not serialize the workers)."""
+listener told outside the lock (a slow terminal must not serialize the workers).
+
+With retain=False (the command line, which streams every outcome as it happens) only
+failures are kept, so memory does not grow with the number of objects freed."""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ OutcomeListener = Callable[[Outcome], None]
 
 
 class OutcomeBook:
-    def __init__(self, dry_run: DryRun, listener: OutcomeListener | None = None) -> None:
+    def __init__(self, dry_run: DryRun, listener: OutcomeListener | None = None, retain: bool = True) -> None:
         self.dry_run = dry_run
+        self.retain = retain
         self._listener = listener
         self._lock = threading.Lock()
         self._last: dict[ObjectKey, Outcome] = {}
@@ -37,7 +41,10 @@ class OutcomeBook:
                     return
                 if previous.action == Action.UNFINALIZED and outcome.action == Action.GONE:
                     return
-            self._last[key] = outcome
+            if self.retain or outcome.action.is_failure or first_only:
+                self._last[key] = outcome
+            elif previous is not None:
+                del self._last[key]  # a failure that later succeeded is no longer one
             self.counts[outcome.action] += 1
         if self._listener is not None:
             self._listener(outcome)
@@ -58,10 +65,6 @@ class OutcomeBook:
     def last(self, ref: ObjectRef) -> Outcome | None:
         with self._lock:
             return self._last.get(ObjectKey.of(ref))
-
-    def keys_with(self, action: Action) -> set[ObjectKey]:
-        with self._lock:
-            return {k for k, o in self._last.items() if o.action == action}
 
     def outcomes(self) -> list[Outcome]:
         with self._lock:

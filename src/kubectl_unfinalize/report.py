@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import IO
 
 from .durations import format_seconds
@@ -63,6 +64,39 @@ def summary_line(report: Report) -> str:
     elif report.interrupted:
         text = "interrupted: " + text
     return text + _DRY[report.dry_run]
+
+
+class DocumentStream:
+    """-o json|yaml written as the run goes: each item when it happens, then the summary,
+    so a run over any number of objects holds none of them. One item per reported
+    outcome, in the order they happened; the document is whole once finish() ran."""
+
+    def __init__(self, output: str, write: Callable[[str], None]) -> None:
+        self.output = output
+        self._write = write
+        self._items = 0
+
+    def item(self, outcome: Outcome) -> None:
+        data = outcome.to_dict()
+        if self.output == "json":
+            lead = '{\n  "items": [\n    ' if not self._items else ",\n    "
+            self._write(lead + json.dumps(data))
+        else:
+            import yaml
+
+            self._write(("items:\n" if not self._items else "") + yaml.safe_dump([data], sort_keys=False))
+        self._items += 1
+
+    def finish(self, report: Report) -> None:
+        data = report.to_dict()
+        del data["items"]
+        if self.output == "json":
+            head = "\n  ]," if self._items else '{\n  "items": [],'
+            self._write(head + json.dumps(data, indent=2)[1:] + "\n")
+        else:
+            import yaml
+
+            self._write(("" if self._items else "items: []\n") + yaml.safe_dump(data, sort_keys=False))
 
 
 def render_document(report: Report, output: str) -> str:

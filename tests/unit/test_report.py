@@ -42,3 +42,43 @@ def test_progress_on_a_terminal_rewrites_one_line():
     display.update(Progress("unfinalize", 2, 2))
     display.clear()
     assert stream.getvalue().count("\r\033[K") == 3 and "\n" not in stream.getvalue()
+
+
+def _streamed(output, outcomes):
+    from kubectl_unfinalize.report import DocumentStream
+
+    parts = []
+    stream = DocumentStream(output, parts.append)
+    for outcome in outcomes:
+        stream.item(outcome)
+    report = Report(list(outcomes), scanned=len(outcomes))
+    stream.finish(report)
+    return "".join(parts)
+
+
+def test_streamed_documents_are_whole_json_and_yaml_with_or_without_items():
+    import yaml
+
+    items = [Outcome("w.x", f"o{i}", "unfinalized", "ns", ["f"]) for i in range(3)]
+    for outcomes in (items, []):
+        data = json.loads(_streamed("json", outcomes))
+        assert [i["name"] for i in data["items"]] == [o.name for o in outcomes]
+        assert data["summary"]["unfinalized"] == len(outcomes) and data["ok"] is True
+        assert yaml.safe_load(_streamed("yaml", outcomes)) == data
+
+
+def test_a_book_that_does_not_retain_keeps_only_what_still_failed():
+    from kubectl_unfinalize.model import Action, ObjectKey, ObjectRef, Resource
+    from kubectl_unfinalize.options import DryRun
+    from kubectl_unfinalize.outcomes import OutcomeBook
+
+    seen = []
+    book = OutcomeBook(DryRun.NONE, seen.append, retain=False)
+    ref = ObjectRef(Resource("x", "v1", "ws", "W", True), "a", "ns")
+    for i in range(100):
+        book.add(ObjectRef(ref.resource, f"o{i}", "ns"), Action.UNFINALIZED)
+    book.add(ref, Action.FAILED, message="denied")
+    assert [o.name for o in book.outcomes()] == ["a"]
+    book.add(ref, Action.UNFINALIZED)
+    assert book.outcomes() == [] and book.counts[Action.UNFINALIZED] == 101 and len(seen) == 102
+    assert ObjectKey.of(ref) not in book._last
