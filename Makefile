@@ -1,7 +1,7 @@
 # Developer tasks. PYTHON defaults to the project virtualenv.
 PYTHON ?= .venv/bin/python
 CLUSTER_DIR ?= .cluster
-CLUSTER := $(PYTHON) tests/controlplane/cluster.py
+CLUSTER := PYTHONPATH=tests $(PYTHON) -m controlplane
 
 .PHONY: cluster cluster-down cluster-status test setup controlplane lint format test-unit test-integration demo bench
 
@@ -48,15 +48,15 @@ bench: setup controlplane
 	$(PYTHON) scripts/benchmark.py $(BENCH_ARGS)
 
 ## cluster: start a local control plane in the background ($(CLUSTER_DIR)/kubeconfig)
-cluster:
+cluster: setup controlplane
 	$(CLUSTER) up --dir $(CLUSTER_DIR)
 
 ## cluster-down: stop it and remove $(CLUSTER_DIR)
-cluster-down:
+cluster-down: setup
 	$(CLUSTER) down --dir $(CLUSTER_DIR)
 
 ## cluster-status: show whether it runs and how to use it
-cluster-status:
+cluster-status: setup
 	$(CLUSTER) status --dir $(CLUSTER_DIR)
 
 # ---------------------------------------------------------------- release packaging

@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 if [[ -z "${KUBECONFIG:-}" || "${1:-}" != "--inside" ]]; then
-  exec "$PYTHON" "$ROOT/tests/controlplane/cluster.py" run -- bash "$0" --inside
+  PYTHONPATH="$ROOT/tests" exec "$PYTHON" -m controlplane run -- bash "$0" --inside
 fi
 BIN="$("$ROOT/tests/controlplane/build.sh" 2>/dev/null)"
 # kubectl finds plugins on PATH: the checkout's kubectl-unfinalize runs with the venv's python.

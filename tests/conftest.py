@@ -1,24 +1,25 @@
 """Shared fixtures.
 
-The cluster fixtures are lazy: a local control plane (tests/controlplane/cluster.py) starts
-once per session, only when a test asks for ``kubeconfig`` (directly or through
-``kube_env``/``kubectl``/``api_client``/``namespace``/``make_crd``). Set
+The cluster fixtures are lazy: a local control plane (the ``controlplane`` package next to
+this file) starts once per session, only when a test asks for ``kubeconfig`` (directly or
+through ``kube_env``/``kubectl``/``api_client``/``namespace``/``make_crd``). Set
 ``UNFINALIZE_TEST_KUBECONFIG=PATH`` to use an existing cluster instead. A control plane
-that cannot start fails the tests; it never skips them.
+that cannot start fails the tests; it never skips them. Fault tests (``control_plane``,
+``audit``) need the project's own control plane and are skipped, with a reason saying so,
+on an existing cluster.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import secrets
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import controlplane
 import pytest
 from waiting import wait_until
 
@@ -27,19 +28,7 @@ INTEGRATION_DIR = TESTS_DIR / "integration"
 EXISTING_KUBECONFIG_ENV = "UNFINALIZE_TEST_KUBECONFIG"
 MERGE_PATCH = "application/merge-patch+json"
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-
-
-def _load_controlplane():
-    name = "unfinalize_test_controlplane"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, TESTS_DIR / "controlplane" / "cluster.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-controlplane = _load_controlplane()
+OWN_CONTROL_PLANE_NEEDED = "fault tests need the project's own control plane (unset UNFINALIZE_TEST_KUBECONFIG)"
 _STARTUP_KEY = pytest.StashKey[float]()
 
 
@@ -122,7 +111,7 @@ def _control_plane(request):
         return
     _find_binaries(request, controlplane.BINARIES)
     with _sigterm_as_interrupt():
-        cp = controlplane.ControlPlane()
+        cp = controlplane.ControlPlane(audit=True)  # cheap: writes only, one line per request
         error = None
         try:
             cp.start()
@@ -135,6 +124,66 @@ def _control_plane(request):
             yield cp
         finally:
             cp.stop()
+
+
+@pytest.fixture(scope="session")
+def control_plane(request) -> controlplane.ControlPlane:
+    """The session's ControlPlane, for tests that restart kube-apiserver, read its audit log or reach etcd.
+
+    Skipped (with a reason) when UNFINALIZE_TEST_KUBECONFIG names an existing cluster,
+    which cannot be restarted or audited from here; fails, like every cluster fixture,
+    when the control plane cannot be built or started.
+    """
+    if os.environ.get(EXISTING_KUBECONFIG_ENV):
+        pytest.skip(OWN_CONTROL_PLANE_NEEDED)
+    return request.getfixturevalue("_control_plane")
+
+
+class Audit:
+    """The write requests that reached the API server during one test, from its audit log.
+
+    To prove "no write outside the selection": ``audit.mark()`` right before running the
+    tool, then check that every write since names an object the test selected, e.g.::
+
+        audit.mark()
+        cli("crd", crd["name"], ...)
+        touched = {(e["objectRef"]["resource"], e["objectRef"].get("name")) for e in audit.writes()}
+        assert touched <= {(crd["plural"], name) for name in selected}
+
+    ``writes()`` leaves out requests by the control plane's own components (users
+    ``system:*``: controllers, service accounts, the API server itself), which write all
+    the time; the tests' admin client is ``unfinalize-admin`` and the tool run with the
+    test kubeconfig is the same user. Server-side dry runs are recorded too (their
+    ``requestURI`` has ``dryRun=All``): they are requests, even if nothing is stored.
+    """
+
+    def __init__(self, cp: controlplane.ControlPlane):
+        self.control_plane = cp
+        self.since = cp.audit_mark()
+
+    def mark(self) -> int:
+        """Start counting from here; returns the byte offset, which writes(since=...) also takes."""
+        self.since = self.control_plane.audit_mark()
+        return self.since
+
+    def events(self, since: int | None = None) -> list[dict]:
+        """Every recorded event (any user) since the mark, or since byte offset `since`."""
+        return self.control_plane.audit_events(self.since if since is None else since)
+
+    def writes(self, since: int | None = None) -> list[dict]:
+        """Write events (create, update, patch, delete, deletecollection) by non-system users since the mark."""
+        return [
+            e
+            for e in self.events(since)
+            if e.get("verb") in controlplane.WRITE_VERBS
+            and not e.get("user", {}).get("username", "").startswith("system:")
+        ]
+
+
+@pytest.fixture
+def audit(control_plane) -> Audit:
+    """Audit(control_plane), marked at the start of the test: ``.mark()``, ``.writes(since=None)``."""
+    return Audit(control_plane)
 
 
 @pytest.fixture(scope="session")
