@@ -16,10 +16,12 @@ setup: .venv/.installed
 controlplane:
 	tests/controlplane/build.sh >/dev/null
 
-## lint: ruff check and format check
+## lint: ruff check and format check, mypy (strict on src/), the import contracts
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+	PYTHONPATH=src .venv/bin/lint-imports --no-cache
 
 ## format: apply ruff's formatting and safe fixes
 format: setup

@@ -8,10 +8,12 @@ Precedence follows kubectl: --kubeconfig, else every path in KUBECONFIG merged, 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .kubeconfig import StaticConfig, static_config
 from .manifests import yaml_problem
 from .options import ConnectionOptions
 from .transport import Transport
@@ -22,7 +24,89 @@ OVERRIDE_CONTEXT = "kubectl-unfinalize-flags"
 
 
 def connect(options: ConnectionOptions) -> Transport:
-    """Build the Transport; raise ConfigError with one readable line when it cannot."""
+    """Build the Transport; raise ConfigError with one readable line when it cannot.
+    Static credentials are loaded directly; anything else through the kubernetes client."""
+    paths = kubeconfig_paths(options)
+    static = static_config(options, paths) if paths else None
+    if static is not None:
+        return _direct(options, static)
+    return _through_client(options)
+
+
+def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
+    import ssl
+    import tempfile
+
+    import urllib3
+
+    try:
+        context = ssl.create_default_context(
+            cafile=static.ca_file, cadata=static.ca_data.decode() if static.ca_data else None
+        )
+    except (ssl.SSLError, ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid certificate authority {static.ca_file or '(kubeconfig data)'}: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"file not found: {static.ca_file}") from exc
+    if static.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if static.cert_file or static.cert_data:
+        with tempfile.TemporaryDirectory(prefix="kubectl-unfinalize-") as tmp:  # read at once, then removed
+            cert = static.cert_file or _private_file(tmp, "client.crt", static.cert_data)
+            key = static.key_file or (_private_file(tmp, "client.key", static.key_data) if static.key_data else None)
+            try:
+                context.load_cert_chain(cert, key)
+            except ssl.SSLError as exc:
+                raise ConfigError(f"invalid client certificate or key {cert}: {exc.reason or exc}") from exc
+            except OSError as exc:
+                raise ConfigError(f"file not found: {exc.filename}") from exc
+    pool_kw: dict[str, Any] = {"ssl_context": context, "maxsize": options.pool_size, "block": False}
+    if static.tls_server_name:
+        pool_kw["server_hostname"] = static.tls_server_name
+    if static.insecure:
+        pool_kw["cert_reqs"] = "CERT_NONE"
+        pool_kw["assert_hostname"] = False
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    token = f"Bearer {static.token}" if static.token else None
+    return _transport(options, static.server, urllib3.PoolManager(num_pools=4, **pool_kw), lambda: token,
+                      static.namespace, static.context)  # fmt: skip
+
+
+def _private_file(directory: str, name: str, data: bytes | None) -> str:
+    path = os.path.join(directory, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
+        handle.write(data or b"")
+    return path
+
+
+def _transport(
+    options: ConnectionOptions,
+    host: str,
+    pool: Any,
+    auth: Callable[[], str | None],
+    namespace: str,
+    context: str,
+) -> Transport:
+    impersonate = []
+    if options.as_user:
+        impersonate.append(("Impersonate-User", options.as_user))
+    impersonate += [("Impersonate-Group", group) for group in options.as_groups]
+    if options.as_uid:
+        impersonate.append(("Impersonate-Uid", options.as_uid))
+    return Transport(
+        host,
+        pool,
+        auth,
+        impersonate,
+        options.request_timeout,
+        namespace,
+        context,
+        log=options.log,
+        verbosity=options.verbosity,
+    )
+
+
+def _through_client(options: ConnectionOptions) -> Transport:
     import yaml
     from kubernetes.client.configuration import Configuration
     from kubernetes.config.config_exception import ConfigException
@@ -54,23 +138,7 @@ def connect(options: ConnectionOptions) -> Transport:
         settings = config.auth_settings().get("BearerToken")
         return settings["value"] if settings else None
 
-    impersonate = []
-    if options.as_user:
-        impersonate.append(("Impersonate-User", options.as_user))
-    impersonate += [("Impersonate-Group", group) for group in options.as_groups]
-    if options.as_uid:
-        impersonate.append(("Impersonate-Uid", options.as_uid))
-    return Transport(
-        config.host,
-        pool,
-        auth,
-        impersonate,
-        options.request_timeout,
-        namespace,
-        context,
-        log=options.log,
-        verbosity=options.verbosity,
-    )
+    return _transport(options, config.host, pool, auth, namespace, context)
 
 
 def kubeconfig_paths(options: ConnectionOptions) -> list[str]:

@@ -127,3 +127,41 @@ def test_every_run_has_a_deadline_with_or_without_delete():
 
     assert Options().deadline_seconds == DEFAULT_TIMEOUT == Options(delete=True).deadline_seconds
     assert Options(timeout=7).deadline_seconds == 7
+
+
+def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = kubeconfig(tmp_path / "kc", "https://a.example:6443")
+    code = (
+        "import sys; from kubectl_unfinalize.connection import connect;"
+        "from kubectl_unfinalize.options import ConnectionOptions;"
+        f"t = connect(ConnectionOptions(kubeconfig={path!r})); assert t._auth() == 'Bearer t0', t._auth();"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'pydantic', 'requests')))"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": src})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
+        {"auth-provider": {"name": "oidc"}},
+        {"username": "u", "password": "p"},
+        {"client-certificate": "relative/client.crt"},
+    ],
+)
+def test_anything_but_static_credentials_is_left_to_the_kubernetes_client(tmp_path, user):
+    from kubectl_unfinalize.kubeconfig import static_config
+
+    path = tmp_path / "kc"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://k.example"}}], "users": [{"name": "u", "user": user}],
+    }))  # fmt: skip
+    assert static_config(ConnectionOptions(), [str(path)]) is None
