@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
+from typing import Any
 
 from .cluster import Cluster
 from .errors import PermissionDenied
-from .model import CRD_RESOURCE, Resource, Targets
+from .model import CRD_RESOURCE, NAMESPACE_RESOURCE, Resource, Targets
 from .options import Options
 
 Check = tuple[str, Resource, str | None, str | None]
@@ -30,6 +31,10 @@ def plan_checks(targets: Targets, options: Options) -> list[Check]:
             if options.delete:
                 checks.append(("delete", crd.resource, ns, None))
                 checks.append(("delete", CRD_RESOURCE, None, crd.name))
+    for name in targets.namespaces:  # its contents: NamespaceAccess, per type, once discovered
+        checks.append(("get", NAMESPACE_RESOURCE, None, name))
+        if writes and options.delete:
+            checks.append(("delete", NAMESPACE_RESOURCE, None, name))
     for ref in targets.objects:
         checks.append(("get", ref.resource, ref.namespace, ref.name))
         if writes:
@@ -61,3 +66,33 @@ def _denied(cluster: Cluster, checks: Iterable[Check], pool: Executor) -> list[C
     checks = list(checks)
     ask: Callable[[Check], bool] = lambda check: cluster.allowed(*check)  # noqa: E731
     return [check for check, ok in zip(checks, pool.map(ask, checks), strict=True) if not ok]
+
+
+class NamespaceAccess:
+    """What one SelfSubjectRulesReview says the user may do in a namespace: a single
+    request covers list and patch for every resource type found there. Only a complete
+    review denies; an incomplete one (another authorizer may allow more) or none at all
+    lets the real request decide. A rule limited to resourceNames counts as allowing:
+    the request then says which objects it refuses."""
+
+    def __init__(self, status: dict[str, Any] | None) -> None:
+        self.known = status is not None and not status.get("incomplete")
+        self.rules = list((status or {}).get("resourceRules") or [])
+
+    @classmethod
+    def review(cls, cluster: Cluster, namespace: str) -> NamespaceAccess:
+        return cls(cluster.access_rules(namespace))
+
+    def allows(self, verb: str, resource: Resource) -> bool:
+        if not self.known:
+            return True
+        return any(
+            _matches(rule.get("verbs"), verb)
+            and _matches(rule.get("apiGroups"), resource.group)
+            and _matches(rule.get("resources"), resource.plural)
+            for rule in self.rules
+        )
+
+
+def _matches(values: list[str] | None, wanted: str) -> bool:
+    return bool(values) and ("*" in values or wanted in values)  # type: ignore[operator]

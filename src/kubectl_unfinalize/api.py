@@ -32,6 +32,8 @@ def unfinalize(
     crd_selector: str | None = None,
     files: Sequence[str] = (),
     recursive: bool = False,
+    namespaces: Sequence[str] = (),
+    namespace_selector: str | None = None,
     delete: bool = False,
     wait: bool = True,
     timeout: float | None = None,
@@ -50,7 +52,10 @@ def unfinalize(
     on_progress: ProgressListener | None = None,
     confirm: Confirm | None = None,
 ) -> Report:
-    """Free the custom resources of the selected CRDs (and the selected objects).
+    """Free the custom resources of the selected CRDs (and the selected objects), and
+    everything with finalizers inside the selected namespaces (by name, or by label with
+    `namespace_selector`): with delete=True each namespace is deleted first and waited on
+    until it is gone, e.g. ``unfinalize(namespaces=["test-1"], delete=True, timeout=60)``.
 
     `timeout` (seconds, default 300) bounds the whole call, retries included. Raises
     InputError / ConfigError for bad input (nothing was changed), PermissionDenied when
@@ -62,7 +67,13 @@ def unfinalize(
     if connection is not None and (kubeconfig or context):
         raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
     selection = Selection(
-        crds=tuple(crds), group=group, crd_selector=crd_selector, files=tuple(files), recursive=recursive
+        crds=tuple(crds),
+        group=group,
+        crd_selector=crd_selector,
+        files=tuple(files),
+        recursive=recursive,
+        namespaces=(namespaces,) if isinstance(namespaces, str) else tuple(namespaces),
+        namespace_selector=namespace_selector,
     )
     options = Options(
         delete=delete,

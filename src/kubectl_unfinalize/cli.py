@@ -167,10 +167,10 @@ def _finish(report: Report, quiet: bool) -> int:
         _err("aborted: nothing was changed")
         return ExitStatus.OK
     if not quiet:
-        for skipped in report.skipped:
-            _err(f"{skipped} not found (skipped)")
+        for skipped in report.skipped:  # a missing object's name, or why a type was not read
+            _err(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
         if not sum(report.counts.values()) and not report.scanned and not report.skipped:
-            _err("nothing to do: no matching custom resources or CRDs")
+            _err("nothing to do: no matching custom resources, CRDs or namespaces")
     if report.error:
         _err(f"error: {report.error}")
     if not quiet:

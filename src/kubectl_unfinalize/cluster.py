@@ -10,12 +10,13 @@ from typing import Any, Protocol
 
 from .deadline import Deadline
 from .errors import ApiError, Gone, NotFound
-from .model import CRD_RESOURCE, ObjectMeta, ObjectRef, Resource
+from .model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from .options import DryRun
 from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class Cluster(Protocol):
     def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None: ...
+
+    def api_discovery(self) -> list[dict[str, Any]]: ...
+
+    def access_rules(self, namespace: str) -> dict[str, Any] | None: ...
 
     def get_meta(self, ref: ObjectRef) -> ObjectMeta | None: ...
 
@@ -119,6 +124,64 @@ class HttpCluster:
         except NotFound:
             return None
         return list((answer or {}).get("resources") or [])
+
+    def api_discovery(self) -> list[dict[str, Any]]:
+        """Every API group with its versions and resources, in the aggregated discovery
+        format (apidiscovery.k8s.io/v2 APIGroupDiscovery; the core group is named "").
+        Two requests on a server that aggregates discovery (1.30+); an older one answers
+        the plain lists, and each group version is then read on its own (a 503 marks it
+        "Stale", as aggregated discovery marks an unavailable APIService)."""
+        groups: list[dict[str, Any]] = []
+        for path in ("/api", "/apis"):
+            answer = self._request("GET", path, accept=AGGREGATED_DISCOVERY) or {}
+            if answer.get("kind") == "APIGroupDiscoveryList":
+                for group in answer.get("items") or []:
+                    if path == "/api":
+                        group = dict(group, metadata={"name": ""})
+                    groups.append(group)
+            elif answer.get("kind") == "APIVersions":
+                groups.append({"metadata": {"name": ""}, "versions": [self._legacy("", v) for v in answer["versions"]]})
+            else:
+                for group in answer.get("groups") or []:
+                    versions = [self._legacy(group["name"], v["version"]) for v in group.get("versions") or []]
+                    groups.append({"metadata": {"name": group["name"]}, "versions": versions})
+        return groups
+
+    def _legacy(self, group: str, version: str) -> dict[str, Any]:
+        """One group version from the pre-aggregation endpoint, as aggregated discovery shows it."""
+        try:
+            resources = self.discover(f"{group}/{version}" if group else version)
+        except ApiError as exc:
+            if exc.status != 503:
+                raise
+            return {"version": version, "freshness": "Stale", "resources": []}
+        entries = [
+            {
+                "resource": r["name"],
+                "scope": "Namespaced" if r.get("namespaced") else "Cluster",
+                "responseKind": {"group": group, "version": version, "kind": r.get("kind", "")},
+                "verbs": list(r.get("verbs") or []),
+            }
+            for r in resources or []
+            if "/" not in r.get("name", "")
+        ]
+        return {"version": version, "freshness": "Current", "resources": entries}
+
+    def access_rules(self, namespace: str) -> dict[str, Any] | None:
+        """A SelfSubjectRulesReview's status (resourceRules, incomplete) for one namespace:
+        one request instead of one review per verb and resource. None when it cannot be
+        made; the real requests then report what is refused."""
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectRulesReview",
+            "spec": {"namespace": namespace},
+        }
+        try:
+            review = self._request("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", body=body)
+        except ApiError:
+            return None
+        status: dict[str, Any] = (review or {}).get("status") or {}
+        return status
 
     def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
         obj = self.get(ref, accept=METADATA_OBJECT)
@@ -204,3 +267,7 @@ class HttpCluster:
 
 def crd_ref(name: str) -> ObjectRef:
     return ObjectRef(CRD_RESOURCE, name)
+
+
+def namespace_ref(name: str) -> ObjectRef:
+    return ObjectRef(NAMESPACE_RESOURCE, name)

@@ -19,7 +19,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .flags import CRD_WORDS, build_parser, parse_bool, to_connection_options
+from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser, parse_bool, to_connection_options
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
 DIRECTIVE_NO_SPACE = 2
@@ -61,12 +61,13 @@ def complete(words: Sequence[str], to_complete: str, lister: Lister | None = Non
         return [], DIRECTIVE_NO_FILE  # -f selects everything; no positional words expected
     if not state.positionals:
         if not to_complete:
-            return ["crd"], DIRECTIVE_NO_FILE
-        return [w for w in CRD_WORDS if w.startswith(to_complete)], DIRECTIVE_NO_FILE
-    if state.positionals[0].lower() not in CRD_WORDS:
+            return ["crd", "ns"], DIRECTIVE_NO_FILE
+        return [w for w in CRD_WORDS + NAMESPACE_WORDS if w.startswith(to_complete)], DIRECTIVE_NO_FILE
+    word = state.positionals[0].lower()
+    if word not in CRD_WORDS + NAMESPACE_WORDS:
         return [], DIRECTIVE_NO_FILE
     taken = set(state.positionals[1:])
-    names = _safe_list(lister, "crds", state.values)
+    names = _safe_list(lister, "crds" if word in CRD_WORDS else "namespaces", state.values)
     return [n for n in names if n.startswith(to_complete) and n not in taken], DIRECTIVE_NO_FILE
 
 

@@ -7,6 +7,7 @@ first few examples, so a diagnosis of a huge CRD costs no more memory than a pag
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from .cluster import Cluster, ListQuery, crd_ref
 from .errors import ApiError, Forbidden, Invalid, UnfinalizeError
@@ -47,16 +48,21 @@ def final_check(
     crds: list[CRD],
     objects: list[ObjectRef],
     live: set[str],
+    lists: Sequence[tuple[Resource, str]] = (),
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
     being deleted. `live` holds the uids of the freed objects that had no
-    deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for."""
+    deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
+    `lists` are (type, namespace) pairs listed again too: a namespace's contents."""
     if not live:
         return
     time.sleep(options.settle)
     query = _query(options)
     found = [m for crd in crds for page in cluster.list_meta(crd.resource, query) for m in page]
     found += [m for ref in objects if (m := cluster.get_meta(ref)) is not None]
+    for resource, namespace in lists:
+        in_namespace = ListQuery(namespace, query.label_selector, query.field_selector, query.limit)
+        found += [m for page in cluster.list_meta(resource, in_namespace) for m in page]
     for meta in found:
         back = options.removable(list(meta.finalizers))
         if meta.uid in live and back:

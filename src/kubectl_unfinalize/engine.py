@@ -8,6 +8,12 @@ or going, so the API server's cleanup controller finds nothing left and never wa
 its 5 s poll. The loop re-lists until the CRDs are gone or the deadline passes, catching
 objects created or cascade-deleted meanwhile.
 
+Namespaces: with --delete the namespace is deleted first (the namespace controller then
+deletes everything inside, so no controller can put finalizers back), then every
+namespaced type that discovery lists is listed in it and what has finalizers is freed,
+again and again until the namespace is gone; without --delete, one pass. The namespace's
+own metadata.finalizers are freed like any object's; its spec.finalizers never.
+
 Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
 on; run() raises only for a permission missing before the first write.
 """
@@ -17,22 +23,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from functools import partial
 
-from . import diagnose
-from .access import preflight
-from .cluster import Cluster, ListQuery, crd_ref
+from . import diagnose, namespaces
+from .access import NamespaceAccess, preflight
+from .cluster import Cluster, ListQuery, crd_ref, namespace_ref
 from .deadline import Deadline
 from .errors import Conflict, Forbidden, Invalid, NotFound, UnfinalizeError
-from .model import CRD, Action, ObjectKey, ObjectMeta, ObjectRef, Progress, Report, Targets
+from .model import CRD, Action, ObjectKey, ObjectMeta, ObjectRef, Progress, Report, Resource, Targets
 from .options import DryRun, Options
 from .outcomes import OutcomeBook, OutcomeListener
 
 CONFLICT_RETRIES = 10
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.05
+NAMESPACE_RELIST = 1.0  # while waiting, a namespace's contents are listed again at most this often
 
 ProgressListener = Callable[[Progress], None]
 
@@ -52,6 +59,16 @@ class _ObjectState:
     ref: ObjectRef
     uid: str = ""
     deleted: bool = False
+
+
+@dataclass
+class _NamespaceState:
+    name: str
+    uid: str | None = None  # set once this run deleted it (or found it already being deleted)
+    terminating: bool = False
+    contents: int | None = None  # objects the last listing found inside
+    listed_at: float = float("-inf")
+    access: NamespaceAccess | None = None
 
 
 @dataclass
@@ -82,6 +99,10 @@ class Engine:
         self._live: set[str] = set()  # uids freed while not terminating: may come back
         self._progress = _Pass()
         self._lock = threading.Lock()
+        self._discovery: namespaces.Discovery | None = None  # this pass's, for every namespace
+        self._unavailable: list[str] = []  # group versions discovery could not list
+        self._live_lists: set[tuple[Resource, str]] = set()  # namespaced types where live objects were freed
+        self._user: str | None = None
 
     # ----------------------------------------------------------------- public
     def run(self, targets: Targets, skipped: Iterable[str] = ()) -> Report:
@@ -89,10 +110,11 @@ class Engine:
         report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
         crds = [_CrdState(c) for c in targets.crds]
         objects = [_ObjectState(r) for r in targets.objects]
+        spaces = [_NamespaceState(n) for n in targets.namespaces]
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize")
         try:
             preflight(self.cluster, targets, self.options, pool)
-            self._run(pool, crds, objects, report)
+            self._run(pool, crds, objects, report, spaces)
         except KeyboardInterrupt:
             report.interrupted = True
         finally:
@@ -101,17 +123,25 @@ class Engine:
         report.counts = self.book.counts
         report.scanned = len(self._seen)
         report.seconds = time.monotonic() - started
+        report.skipped += [f"{gv} unavailable" for gv in self._unavailable]
         return report
 
     # ------------------------------------------------------------------- loop
     def _run(
-        self, pool: ThreadPoolExecutor, crds: list[_CrdState], objects: list[_ObjectState], report: Report
+        self,
+        pool: ThreadPoolExecutor,
+        crds: list[_CrdState],
+        objects: list[_ObjectState],
+        report: Report,
+        spaces: list[_NamespaceState],
     ) -> None:
         options = self.options
         waiting = options.delete and options.wait and options.dry_run is DryRun.NONE
+        if options.delete and spaces:
+            self._delete_namespaces(pool, spaces)
         poll = FIRST_POLL
         while True:
-            if not self._pass(pool, crds, objects):
+            if not self._pass(pool, crds, objects, spaces):
                 report.timed_out = True
                 break
             if options.delete:
@@ -122,7 +152,8 @@ class Engine:
             crds = [c for c in crds if not c.refused]
             crds = [c for c in crds if c.uid is None or (c.uid and self._exists(crd_ref(c.crd.name), c.uid))]
             objects = [o for o in objects if o.uid and self._exists(o.ref, o.uid)]
-            if not crds and not objects:
+            spaces = [n for n in spaces if n.uid and self._exists(namespace_ref(n.name), n.uid)]
+            if not crds and not objects and not spaces:
                 return
             if self.deadline.expired():
                 report.timed_out = True
@@ -130,23 +161,39 @@ class Engine:
             time.sleep(min(poll, self.deadline.remaining()))
             poll = min(poll * 2, options.poll)
         if report.timed_out:
-            self._diagnose(crds, objects, "timed out")
+            self._diagnose(crds, objects, "timed out", spaces)
         elif not options.delete and options.dry_run is DryRun.NONE:
             try:
                 diagnose.final_check(
-                    self.cluster, options, self.book, [c.crd for c in crds], [o.ref for o in objects], self._live
+                    self.cluster,
+                    options,
+                    self.book,
+                    [c.crd for c in crds],
+                    [o.ref for o in objects],
+                    self._live,
+                    sorted(self._live_lists, key=lambda item: (item[1], item[0].qualified)),
                 )
             except UnfinalizeError as exc:
                 report.error = f"cannot check whether finalizers came back: {exc}"
+            terminating = [n for n in spaces if n.terminating]
+            if terminating and self._unavailable:  # the namespace controller cannot finish on its own
+                self._diagnose([], [], "not finished", terminating)
 
-    def _pass(self, pool: ThreadPoolExecutor, crds: list[_CrdState], objects: list[_ObjectState]) -> bool:
-        """One sweep: list every CRD's instances and free them, and the single objects;
-        False when the deadline cut it short."""
+    def _pass(
+        self,
+        pool: ThreadPoolExecutor,
+        crds: list[_CrdState],
+        objects: list[_ObjectState],
+        spaces: list[_NamespaceState],
+    ) -> bool:
+        """One sweep: list every CRD's instances and free them, the namespaces' contents,
+        and the single objects; False when the deadline cut it short."""
         limit = self.options.concurrency * 4
         inflight: set[Future[object]] = set()
         for crd in crds:
             crd.counting = 0
-        for job in self._jobs(crds, objects):
+        self._discovery = None
+        for job in self._jobs(pool, crds, objects, spaces):
             if self.deadline.expired():
                 self._drain(inflight)
                 return False
@@ -173,9 +220,17 @@ class Engine:
         self._progress.done += len(done)
         self._on_progress(Progress("unfinalize", self._progress.done, self._progress.total))
 
-    def _jobs(self, crds: list[_CrdState], objects: list[_ObjectState]) -> Iterator[Callable[[], object]]:
+    def _jobs(
+        self,
+        pool: ThreadPoolExecutor,
+        crds: list[_CrdState],
+        objects: list[_ObjectState],
+        spaces: list[_NamespaceState],
+    ) -> Iterator[Callable[[], object]]:
         for state in crds:
             yield from self._crd_jobs(state)
+        for space in spaces:
+            yield from self._namespace_jobs(pool, space)
         for obj in objects:
             yield partial(self._contain, obj.ref, "free", partial(self._free_object, obj))
 
@@ -296,6 +351,133 @@ class Engine:
             self.book.add(ref, Action.FAILED, message=f"unexpected {type(exc).__name__}: {exc}")
         return False
 
+    # ------------------------------------------------------------ namespaces
+    def _namespace_jobs(self, pool: ThreadPoolExecutor, state: _NamespaceState) -> Iterator[Callable[[], object]]:
+        """The namespace's own metadata.finalizers, then (at most every NAMESPACE_RELIST
+        seconds) whatever inside has finalizers."""
+        ref = namespace_ref(state.name)
+        try:
+            meta = self.cluster.get_meta(ref)
+        except UnfinalizeError as exc:
+            if not self.deadline.expired():  # cut short by the deadline: the diagnosis says what is left
+                self.book.add(ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get")
+            return
+        if meta is None:
+            if state.uid is None:
+                self._missing(ref)
+            return
+        if state.uid and meta.uid != state.uid:
+            return  # re-created: the wait reports it
+        state.terminating = meta.terminating
+        self._seen.add(meta.uid)
+        if self._wanted(meta):
+            yield partial(self._contain, ref, "free", partial(self._free, meta))
+        now = time.monotonic()
+        if now < state.listed_at + NAMESPACE_RELIST:
+            return
+        state.listed_at = now
+        yield from self._content_jobs(pool, state)
+
+    def _content_jobs(self, pool: ThreadPoolExecutor, state: _NamespaceState) -> Iterator[Callable[[], object]]:
+        """List every namespaced type in the namespace at once, on the pool; free what has
+        finalizers as the lists come back. Types the user may not list or patch (one
+        SelfSubjectRulesReview says) are reported, not requested."""
+        ref = namespace_ref(state.name)
+        discovery = self._discover(ref)
+        if discovery is None:
+            return
+        if state.access is None:
+            state.access = NamespaceAccess.review(self.cluster, state.name)
+        listable = []
+        for resource in discovery.resources:
+            if state.access.allows("list", resource):
+                listable.append(resource)
+            else:
+                message = f"forbidden: {self._who()}cannot list {resource.qualified} in namespace {state.name} (RBAC)"
+                self.book.add(ref, Action.FAILED, message=message + "; its objects were not checked", aspect="list")
+        futures = [pool.submit(self._list_in, state.name, resource) for resource in listable]
+        contents = 0
+        queued: set[str] = set()
+        for future in as_completed(futures):
+            count, wanted = future.result()
+            contents += count
+            for meta in wanted:
+                if meta.uid in queued:  # the same object under another group (events)
+                    continue
+                queued.add(meta.uid)
+                resource = meta.ref.resource
+                if self.options.dry_run.sends_writes and not state.access.allows("patch", resource):
+                    message = f"forbidden: {self._who()}cannot patch {resource.qualified} in namespace {state.name}"
+                    self.book.of(meta, Action.FAILED, self.options.removable(list(meta.finalizers)), message)
+                    continue
+                if not meta.terminating:
+                    self._live_lists.add((resource, state.name))
+                yield partial(self._contain, meta.ref, "free", partial(self._free, meta))
+        state.contents = contents
+
+    def _discover(self, ref: ObjectRef) -> namespaces.Discovery | None:
+        if self._discovery is None:
+            try:
+                self._discovery = namespaces.discover(self.cluster)
+            except UnfinalizeError as exc:
+                if not self.deadline.expired():
+                    self.book.add(ref, Action.FAILED, message=f"cannot discover the API's resource types: {exc}")
+                return None
+            self._unavailable += [gv for gv in self._discovery.unavailable if gv not in self._unavailable]
+        return self._discovery
+
+    def _list_in(self, namespace: str, resource: Resource) -> tuple[int, list[ObjectMeta]]:
+        """On a worker: how many objects of `resource` are in the namespace, and those
+        with finalizers this run removes."""
+        options = self.options
+        query = ListQuery(namespace, options.label_selector, options.field_selector, options.chunk_size)
+        count = 0
+        wanted: list[ObjectMeta] = []
+        try:
+            for page in self.cluster.list_meta(resource, query):
+                count += len(page)
+                for meta in page:
+                    self._seen.add(meta.uid)
+                    if self._wanted(meta):
+                        wanted.append(meta)
+        except UnfinalizeError as exc:
+            if not self.deadline.expired():
+                message = diagnose.list_failure(exc, resource)
+                self.book.add(
+                    namespace_ref(namespace), Action.FAILED, message=message, aspect=f"list {resource.qualified}"
+                )
+        return count, wanted
+
+    def _who(self) -> str:
+        if self._user is None:
+            self._user = self.cluster.whoami()
+        return f"user {self._user!r} " if self._user else ""
+
+    def _delete_namespaces(self, pool: ThreadPoolExecutor, states: list[_NamespaceState]) -> None:
+        def one(state: _NamespaceState) -> bool:
+            return self._contain(namespace_ref(state.name), "delete", partial(self._delete_namespace, state))
+
+        list(pool.map(one, states))
+
+    def _delete_namespace(self, state: _NamespaceState) -> bool:
+        """Deleted first: the namespace controller then sets a deletionTimestamp on
+        everything inside. One already being deleted is not deleted again."""
+        ref = namespace_ref(state.name)
+        dry_run = self.options.dry_run
+        found = self.cluster.get_meta(ref)
+        if found is None:
+            return True  # the pass reports it as not found
+        state.uid = found.uid
+        if found.terminating:
+            return True
+        if dry_run.sends_writes:
+            deleted = self.cluster.delete(ref, dry_run)
+            if deleted is None:
+                return True
+            state.uid = deleted.uid or found.uid
+        self.book.add(ref, Action.DELETED)
+        return True
+
     # --------------------------------------------------------------- CRDs
     def _delete_crds(self, pool: ThreadPoolExecutor, states: list[_CrdState]) -> None:
         list(pool.map(lambda s: self._contain(crd_ref(s.crd.name), "delete", lambda: self._delete_crd(s)), states))
@@ -336,8 +518,20 @@ class Engine:
             return False
         return True
 
-    def _diagnose(self, crds: list[_CrdState], objects: list[_ObjectState], why: str) -> None:
+    def _diagnose(
+        self,
+        crds: list[_CrdState],
+        objects: list[_ObjectState],
+        why: str,
+        spaces: list[_NamespaceState],
+    ) -> None:
         grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
+        if spaces:
+            down = bool(self._unavailable) and namespaces.report_apiservices(
+                grace, self.book, [n.name for n in spaces], why
+            )
+            for space in spaces:
+                namespaces.blocking(grace, self.book, space.name, space.contents, down, why)
         undeleted = [c for c in crds if self.options.delete and c.uid is None]
         for state in undeleted:
             self.book.add(

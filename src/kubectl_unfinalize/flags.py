@@ -15,6 +15,7 @@ from .errors import InputError
 from .options import ConnectionOptions, Options, Selection
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
+NAMESPACE_WORDS = ("ns", "namespace", "namespaces")
 CONNECTION_FLAGS = (
     "kubeconfig",
     "context",
@@ -39,7 +40,13 @@ them and then the CRDs (and objects declared in manifests) and wait until they a
 
 Removing a finalizer skips whatever cleanup its controller would have done: external
 resources (cloud volumes, DNS records, ...) it guarded may be left behind. The CRD's
-own customresourcecleanup finalizer is never touched."""
+own customresourcecleanup finalizer is never touched.
+
+With ns NAME, free everything inside a namespace that keeps it Terminating: every
+namespaced type that can be listed and patched (built-in, custom, aggregated) and the
+namespace's own metadata.finalizers; with --delete, delete the namespace first and wait
+until it is gone. Its spec.finalizers (the namespace controller's) are never touched;
+an unavailable APIService that blocks it is named."""
 
 EPILOG = """\
 examples:
@@ -48,6 +55,7 @@ examples:
   kubectl unfinalize crd -l app.kubernetes.io/instance=my-operator --dry-run=server
   kubectl unfinalize -f manifests/crds/ --delete --timeout 60s
   kubectl unfinalize crd widgets --finalizer example.com/cleanup -n team-a
+  kubectl unfinalize ns test-1234 --delete --timeout 60s
 
 final check: without --delete, when objects that were not being deleted were freed,
 the tool waits 1s and reads them again to name any controller that put them back.
@@ -92,6 +100,7 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog,
         usage=f"{prog} crd [NAME...] [--group GROUP] [-l SELECTOR] [options]\n"
+        f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
         f"       {prog} -f PATH [-f PATH] [-R] [options]",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -100,10 +109,10 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     parser.add_argument(
         "words",
         nargs="*",
-        metavar="crd NAME",
+        metavar="crd NAME | ns NAME",
         help="CRDs by name: the CRD name, "
         "or the resource as kubectl knows it (plural, singular, kind, short name, "
-        "plural.group, kind.group)",
+        "plural.group, kind.group); or namespaces by name (ns, namespace, namespaces)",
     )
     parser.add_argument("--version", action="store_true", help="print versions and exit")
 
@@ -112,8 +121,8 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     sel.add_argument(
         "-l",
         "--selector",
-        help="selects what the command names: with crd, CRDs by label; with -f, only custom resources "
-        "with these labels",
+        help="selects what the command names: with crd, CRDs by label; with ns, namespaces by label; "
+        "with -f, only custom resources with these labels",
     )
     sel.add_argument(
         "-f",
@@ -122,7 +131,7 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         default=[],
         metavar="PATH",
         help="manifest file, directory or - (stdin); CRD documents select the CRD, "
-        "other documents select that object (repeatable)",
+        "Namespace documents the namespace's contents, other documents select that object (repeatable)",
     )
     sel.add_argument("-R", "--recursive", action="store_true", help="read directories given with -f recursively")
     sel.add_argument("-n", "--namespace", help="only custom resources in this namespace (default: all namespaces)")
@@ -255,14 +264,24 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
     if args.version:
         return args
     if args.words:
-        if args.words[0].lower() not in CRD_WORDS:
-            raise UsageError(f"unknown command {args.words[0]!r}: use 'crd NAME...' or '-f PATH'")
-        if not (args.words[1:] or args.group or args.selector):
+        word = args.words[0].lower()
+        if word not in CRD_WORDS + NAMESPACE_WORDS:
+            raise UsageError(f"unknown command {args.words[0]!r}: use 'crd NAME...', 'ns NAME...' or '-f PATH'")
+        if word in NAMESPACE_WORDS:
+            if not (args.words[1:] or args.selector):
+                raise UsageError("ns needs NAME... or -l SELECTOR")
+            if args.group:
+                raise UsageError("--group applies to crd, not to ns")
+            if args.namespace or args.all_namespaces:
+                raise UsageError("ns NAME selects the namespaces; -n and -A do not apply")
+        elif not (args.words[1:] or args.group or args.selector):
             raise UsageError("crd needs NAME..., --group or -l SELECTOR")
     elif not args.filename:
-        raise UsageError("nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR' or '-f PATH'")
+        raise UsageError(
+            "nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR', 'ns NAME...' or '-f PATH'"
+        )
     if args.filename and (args.words or args.group):
-        raise UsageError("-f cannot be combined with crd NAME or --group")
+        raise UsageError("-f cannot be combined with crd NAME, ns NAME or --group")
     if args.namespace and args.all_namespaces:
         raise UsageError("-n and -A cannot be combined")
     if args.interactive and args.dry_run != "none":
@@ -273,12 +292,16 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
 
 
 def to_selection(args: argparse.Namespace) -> Selection:
+    namespaces = bool(args.words) and args.words[0].lower() in NAMESPACE_WORDS
+    names = tuple(args.words[1:])
     return Selection(
-        crds=tuple(args.words[1:]),
+        crds=() if namespaces else names,
         group=args.group,
-        crd_selector=args.selector if not args.filename else None,
+        crd_selector=args.selector if not (args.filename or namespaces) else None,
         files=tuple(args.filename),
         recursive=args.recursive,
+        namespaces=names if namespaces else (),
+        namespace_selector=args.selector if namespaces else None,
     )
 
 

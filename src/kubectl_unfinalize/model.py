@@ -43,6 +43,8 @@ class Resource:
 
 
 CRD_RESOURCE = Resource(CRD_RESOURCE_GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+NAMESPACE_RESOURCE = Resource("", "v1", "namespaces", "Namespace", False)
+APISERVICE_RESOURCE = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", False)
 
 
 @dataclass(frozen=True)
@@ -99,14 +101,16 @@ class ObjectMeta:
 
 @dataclass
 class Targets:
-    """Resolved selection: CRDs whose custom resources are freed, and single objects."""
+    """Resolved selection: CRDs whose custom resources are freed, namespaces whose
+    contents are freed, and single objects."""
 
     crds: list[CRD] = field(default_factory=list)
     objects: list[ObjectRef] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.crds or self.objects)
+        return bool(self.crds or self.objects or self.namespaces)
 
 
 class Action(str, Enum):

@@ -45,22 +45,33 @@ class DryRun(str, Enum):
 
 @dataclass(frozen=True)
 class Selection:
-    """What the user named: CRDs by name, group or label, and manifests."""
+    """What the user named: CRDs by name, group or label, namespaces by name or label,
+    and manifests."""
 
     crds: tuple[str, ...] = ()
     group: str | None = None
     crd_selector: str | None = None
     files: tuple[str, ...] = ()
     recursive: bool = False
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "crds", tuple(n.strip() for n in self.crds))
         object.__setattr__(self, "files", tuple(self.files))
-        if not (self.crds or self.group or self.crd_selector or self.files):
-            raise InputError("nothing selected: name CRDs (crd NAME..., --group, -l) or pass -f PATH")
+        if isinstance(self.namespaces, str):  # unfinalize(namespaces="x") means one namespace, not x's letters
+            object.__setattr__(self, "namespaces", (self.namespaces,))
+        object.__setattr__(self, "namespaces", tuple(n.strip() for n in self.namespaces))
+        selected = self.crds or self.group or self.crd_selector or self.files
+        if not (selected or self.namespaces or self.namespace_selector):
+            raise InputError(
+                "nothing selected: name CRDs (crd NAME..., --group, -l), namespaces (ns NAME..., -l) or pass -f PATH"
+            )
         if any(not n for n in self.crds):
             raise InputError("empty CRD name")
-        if self.crds and self.crd_selector:
+        if any(not n for n in self.namespaces):
+            raise InputError("empty namespace name")
+        if (self.crds and self.crd_selector) or (self.namespaces and self.namespace_selector):
             raise InputError("NAME and -l cannot be combined (kubectl has the same rule)")
 
 

@@ -148,4 +148,5 @@ def plan_lines(targets: Targets, delete: bool) -> list[str]:
     lines += [
         f"  {ref.display}" + (f" (namespace {ref.namespace})" if ref.namespace else "") for ref in targets.objects
     ]
+    lines += [f"  namespace/{name} (everything inside with finalizers)" for name in targets.namespaces]
     return lines

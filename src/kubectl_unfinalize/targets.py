@@ -13,10 +13,10 @@ import difflib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .cluster import Cluster, ListQuery, crd_ref
+from .cluster import Cluster, ListQuery, crd_ref, namespace_ref
 from .errors import InputError
 from .manifests import Document
-from .model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, ObjectRef, Resource, Targets
+from .model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from .options import Selection
 
 
@@ -31,13 +31,33 @@ def resolve(cluster: Cluster, selection: Selection, documents: list[Document], n
     elif selection.group or selection.crd_selector:
         crds = list_crds(cluster, selection.crd_selector)
         targets.crds = [c for c in crds if not selection.group or c.resource.group == selection.group]
+    if selection.namespaces:
+        targets.namespaces, targets.missing = existing_namespaces(cluster, selection.namespaces)
+    elif selection.namespace_selector:
+        query = ListQuery(label_selector=selection.namespace_selector)
+        targets.namespaces = [m.ref.name for page in cluster.list_meta(NAMESPACE_RESOURCE, query) for m in page]
     if documents:
         declared = resolve_documents(cluster, documents, namespace)
         known = {c.name for c in targets.crds}
         targets.crds += [c for c in declared.crds if c.name not in known]
         targets.objects = declared.objects
-        targets.missing = declared.missing
+        targets.missing += declared.missing
+        targets.namespaces += [n for n in declared.namespaces if n not in targets.namespaces]
     return targets
+
+
+def existing_namespaces(cluster: Cluster, names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(the namespaces that exist, "namespace/NAME" for those that do not): one
+    metadata-only GET each. A namespace already gone is skipped, not an error: the
+    teardown it was named in has nothing left to do there."""
+    found: list[str] = []
+    missing: list[str] = []
+    for name in dict.fromkeys(names):
+        if cluster.get_meta(namespace_ref(name)) is None:
+            missing.append(f"{NAMESPACE_RESOURCE.display}/{name}")
+        else:
+            found.append(name)
+    return found, missing
 
 
 def list_crds(cluster: Cluster, label_selector: str | None = None, chunk_size: int = 500) -> list[CRD]:
@@ -130,8 +150,16 @@ def _unknown(name: str, crds: list[CRD]) -> str:
 
 
 def resolve_documents(cluster: Cluster, documents: list[Document], namespace: str) -> Targets:
-    """CRD documents select the CRD; any other document selects that one object."""
+    """CRD documents select the CRD, Namespace documents the namespace's contents (as
+    `ns NAME` does); any other document selects that one object."""
     targets = Targets()
+    declared_namespaces = [
+        doc.body["metadata"]["name"]
+        for doc in documents
+        if doc.body["kind"] == "Namespace" and doc.body["apiVersion"] == "v1"
+    ]
+    targets.namespaces, targets.missing = existing_namespaces(cluster, declared_namespaces)
+    documents = [d for d in documents if not (d.body["kind"] == "Namespace" and d.body["apiVersion"] == "v1")]
     resolver = _KindResolver(cluster)
     seen_crds: set[str] = set()
     seen_objects: set[ObjectRef] = set()

@@ -43,11 +43,19 @@ def complete(*args, cluster=None):
     return [line.split("\t")[0] for line in lines], directive
 
 
-def test_first_word_is_the_crd_subcommand():
-    assert complete("") == (["crd"], NO_FILE)
+def test_first_word_is_the_crd_or_ns_subcommand():
+    assert complete("") == (["crd", "ns"], NO_FILE)
     assert complete("c") == (["crd", "crds", "customresourcedefinition", "customresourcedefinitions"], NO_FILE)
+    assert complete("n") == (["ns", "namespace", "namespaces"], NO_FILE)
     assert complete("customresourcedefinitions", "-f", "x", "") == ([], NO_FILE)
     assert complete("pods", "") == ([], NO_FILE)
+
+
+def test_namespace_names_come_from_the_cluster_after_ns():
+    cluster = FakeCluster()
+    assert complete("ns", "", cluster=cluster) == (["default", "team-a"], NO_FILE)
+    assert complete("namespace", "default", "t", cluster=cluster) == (["team-a"], NO_FILE)
+    assert [kind for kind, _ in cluster.calls] == ["namespaces", "namespaces"]
 
 
 def test_crd_names_come_from_the_cluster_without_those_already_typed():

@@ -12,11 +12,12 @@ from typing import Any
 from kubectl_unfinalize.cluster import Deleted, ListQuery
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Conflict, Gone, NotFound
-from kubectl_unfinalize.model import CRD, CRD_RESOURCE, ObjectMeta, ObjectRef, Resource
+from kubectl_unfinalize.model import CRD, CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from kubectl_unfinalize.options import DryRun
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 WIDGET_CRD = CRD("widgets.example.com", WIDGETS)
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 _uids = itertools.count(1)
 
 
@@ -47,6 +48,9 @@ class FakeCluster:
         self.expire_continue_once = False
         self.deadline = Deadline(None)
         self.crds: dict[str, Resource] = {}
+        self.served: list[Resource] = [CONFIGMAPS, WIDGETS]  # what discovery lists
+        self.stale: list[str] = []  # group versions discovery marks Stale (an unavailable APIService)
+        self.rules: dict[str, Any] | None = None  # the SelfSubjectRulesReview status; None: cannot tell
 
     # -- setup
     def add(
@@ -60,6 +64,9 @@ class FakeCluster:
         self.crds[crd.name] = crd.resource
         return self.add(crd.name, [], None, CRD_RESOURCE)
 
+    def add_namespace(self, name: str, finalizers: tuple[str, ...] | list[str] = ()) -> ObjectRef:
+        return self.add(name, list(finalizers), None, NAMESPACE_RESOURCE)
+
     def stored(self, name: str, resource: Resource = WIDGETS) -> Stored | None:
         return next((s for r, s in self.objects.items() if r.name == name and r.resource == resource), None)
 
@@ -72,6 +79,8 @@ class FakeCluster:
         """Terminating objects without finalizers go; a deleted CRD's instances are
         deleted, and the CRD goes once none is left (the cleanup controller)."""
         for ref, stored in list(self.objects.items()):
+            if ref not in self.objects:  # went with its CRD or namespace, earlier in this loop
+                continue
             if ref.resource == CRD_RESOURCE and stored.terminating:
                 instances = [r for r in self.objects if r.resource == self.crds.get(ref.name)]
                 for r in instances:
@@ -79,6 +88,15 @@ class FakeCluster:
                 if not [r for r in instances if self.objects[r].finalizers]:
                     for r in instances:
                         del self.objects[r]
+                    del self.objects[ref]
+            elif ref.resource == NAMESPACE_RESOURCE and stored.terminating:  # the namespace controller
+                inside = [r for r in self.objects if r.namespace == ref.name]
+                for r in inside:
+                    self.objects[r].terminating = True
+                for r in inside:
+                    if not self.objects[r].finalizers:
+                        del self.objects[r]
+                if not stored.finalizers and not [r for r in self.objects if r.namespace == ref.name]:
                     del self.objects[ref]
             elif stored.terminating and not stored.finalizers:
                 del self.objects[ref]
@@ -105,6 +123,26 @@ class FakeCluster:
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None:
         raise NotImplementedError
+
+    def api_discovery(self) -> list[dict[str, Any]]:
+        self.calls.append(("discovery", ""))
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in self.served:
+            entry = {
+                "resource": r.plural,
+                "scope": "Namespaced" if r.namespaced else "Cluster",
+                "responseKind": {"kind": r.kind},
+                "verbs": ["list", "patch"],
+            }
+            groups.setdefault(r.group, []).append({"version": r.version, "resources": [entry], "freshness": "Current"})
+        for gv in self.stale:
+            group, _, version = gv.rpartition("/")
+            groups.setdefault(group, []).append({"version": version, "freshness": "Stale"})
+        return [{"metadata": {"name": g}, "versions": versions} for g, versions in groups.items()]
+
+    def access_rules(self, namespace: str) -> dict[str, Any] | None:
+        self.calls.append(("rules", namespace))
+        return self.rules
 
     def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
         self._call("get", ref)
