@@ -388,13 +388,15 @@ class Engine:
             return
         if state.access is None:
             state.access = NamespaceAccess.review(self.cluster, state.name)
-        listable = []
-        for resource in discovery.resources:
-            if state.access.allows("list", resource):
-                listable.append(resource)
-            else:
-                message = f"forbidden: {self._who()}cannot list {resource.qualified} in namespace {state.name} (RBAC)"
-                self.book.add(ref, Action.FAILED, message=message + "; its objects were not checked", aspect="list")
+        listable = [r for r in discovery.resources if state.access.allows("list", r)]
+        denied = [r.qualified for r in discovery.resources if r not in listable]
+        if denied:
+            types = f"{len(denied)} types" if len(denied) > 1 else "1 type"
+            message = (
+                f"forbidden: {self._who()}cannot list {types} in namespace {state.name} (RBAC): "
+                f"{', '.join(sorted(denied))}; their objects were not checked"
+            )
+            self.book.add(ref, Action.FAILED, message=message, aspect="list")
         futures = [pool.submit(self._list_in, state.name, resource) for resource in listable]
         contents = 0
         queued: set[str] = set()

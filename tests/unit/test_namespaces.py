@@ -67,7 +67,8 @@ def test_types_the_user_may_not_list_are_reported_not_requested():
     report = run(cluster, "ns")
     assert ("list", "widgets") not in cluster.calls and ("list", "configmaps") in cluster.calls
     assert [o.message for o in report.failed] == [
-        "forbidden: user 'tester' cannot list widgets.example.com in namespace ns (RBAC); its objects were not checked"
+        "forbidden: user 'tester' cannot list 1 type in namespace ns (RBAC): widgets.example.com;"
+        " their objects were not checked"
     ]
     assert report.count(Action.UNFINALIZED) == 1
 
