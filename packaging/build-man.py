@@ -75,7 +75,7 @@ def render() -> str:
     data = {
         "project_name": "kubectl-unfinalize",
         "version": __version__,
-        "description": "remove finalizers from stuck custom resources and delete CRDs without hanging",
+        "description": "free stuck custom resources and namespaces: remove finalizers in bulk, delete without hanging",
         "manual_title": "kubectl plugins",
         "date": time.strftime("%Y-%m-%d", time.gmtime(int(source_date_epoch()))),
         "url": PROJECT_URL,

@@ -37,6 +37,12 @@ from kubectl_unfinalize.cli import build_parser, main
         (["crd", "x", "-o", "xml"], "invalid choice: 'xml'"),
         (["crd", "x", "-f", "m.yaml"], "-f cannot be combined with crd NAME"),
         (["-f", "https://example.com/m.yaml"], "URLs are not supported"),
+        (["ns"], "ns needs NAME... or -l SELECTOR"),
+        (["ns", "a", "-l", "x=y"], "NAME and -l cannot be combined"),
+        (["namespace", "a", "-n", "b"], "-n and -A do not apply"),
+        (["namespaces", "a", "--group", "g"], "--group applies to crd, not to ns"),
+        (["ns", "a", "-f", "m.yaml"], "-f cannot be combined with crd NAME, ns NAME"),
+        (["ns", ""], "empty namespace name"),
     ],
 )
 def test_usage_errors(argv, message, capsys, monkeypatch):
@@ -101,3 +107,15 @@ def test_a_bad_manifest_is_reported_before_connecting(tmp_path, capsys):
     bad.write_text("kind: [\n")
     assert main(["-f", str(bad), "--server", "https://127.0.0.1:1"]) == 2
     assert "invalid YAML" in capsys.readouterr().err
+
+
+def test_ns_selects_namespaces_by_name_or_label_and_crd_stays_crds():
+    from kubectl_unfinalize.flags import parse, to_options, to_selection
+
+    by_name = to_selection(parse(["ns", "a", "b", "--delete"]))
+    assert by_name.namespaces == ("a", "b") and not by_name.crds and by_name.namespace_selector is None
+    by_label = parse(["namespaces", "-l", "team=x"])
+    assert to_selection(by_label).namespace_selector == "team=x" and to_selection(by_label).crd_selector is None
+    assert to_options(by_label).label_selector is None  # -l picked the namespaces, not what is inside
+    crds = to_selection(parse(["crd", "-l", "team=x"]))
+    assert crds.crd_selector == "team=x" and not crds.namespaces

@@ -150,3 +150,21 @@ def test_other_resources_are_untouched_resource_filtering():
     cluster.add_namespace("ns")
     report = run(cluster, "ns")
     assert report.count(Action.UNFINALIZED) == 0 and cluster.stored("g", gadgets).finalizers == ["x"]
+
+
+def test_namespace_documents_select_the_namespace_contents_not_one_object():
+    from kubectl_unfinalize.manifests import Document
+    from kubectl_unfinalize.options import Selection
+    from kubectl_unfinalize.targets import resolve
+
+    cluster = FakeCluster()
+    cluster.add_namespace("team-a")
+    docs = [
+        Document("m.yaml", 0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}),
+        Document("m.yaml", 1, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}),
+    ]
+    targets = resolve(cluster, Selection(files=("m.yaml",)), docs, "default")
+    assert targets.namespaces == ["team-a"] and targets.objects == []
+    assert targets.missing == ["namespace/team-b"]
+    by_name = resolve(cluster, Selection(namespaces=("team-a", "nope", "team-a")), [], "default")
+    assert by_name.namespaces == ["team-a"] and by_name.missing == ["namespace/nope"]
