@@ -13,6 +13,7 @@ import yaml
 from crs import create, snapshot, wait_until
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
+from test_operator import crd_dir, operator, populate  # noqa: F401 - fixtures for the kopf test
 
 HOLD = "unfinalize.test/hold"
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
@@ -154,6 +155,24 @@ def test_python_api_deletes_and_frees_a_namespace(stuck, api_client, kube_env):
     report.raise_for_failure()
     assert report.count("unfinalized") == 5
     assert namespace_state(api_client, stuck["name"]) is None
+
+
+def test_delete_wins_over_a_running_kopf_operator_that_puts_finalizers_back(
+    api_client,
+    crd_dir,  # noqa: F811 - the fixture imported from test_operator
+    operator,  # noqa: F811
+    make_namespace,
+    cli,
+):
+    """The operator keeps running: objects freed before the namespace controller marks
+    them get kopf's finalizer back, and are freed again once they are being deleted."""
+    group, _ = crd_dir
+    name = make_namespace()
+    populate(api_client, group, [name])
+    result = cli("ns", name, "--delete", "--timeout", "90s")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert namespace_state(api_client, name) is None
+    assert operator.poll() is None  # it ran the whole time
 
 
 # ----------------------------------------------------------------------------- 3

@@ -168,3 +168,26 @@ def test_namespace_documents_select_the_namespace_contents_not_one_object():
     assert targets.missing == ["namespace/team-b"]
     by_name = resolve(cluster, Selection(namespaces=("team-a", "nope", "team-a")), [], "default")
     assert by_name.namespaces == ["team-a"] and by_name.missing == ["namespace/nope"]
+
+
+def test_an_empty_namespace_held_only_by_the_controllers_finalizer_is_said_so():
+    from kubectl_unfinalize.options import DryRun
+    from kubectl_unfinalize.outcomes import OutcomeBook
+
+    class Held(FakeCluster):
+        def get(self, ref):
+            return {
+                "metadata": {"name": ref.name, "deletionTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Terminating"},
+            }
+
+    book = OutcomeBook(DryRun.NONE)
+    namespaces.blocking(Held(), book, "ns", 0, False, "timed out")
+    [outcome] = book.outcomes()
+    assert outcome.action is Action.BLOCKING and outcome.ref == "namespace/ns"
+    assert "only the namespace controller's own 'kubernetes' finalizer remains" in outcome.message
+    assert "is kube-controller-manager running?" in outcome.message
+    book = OutcomeBook(DryRun.NONE)
+    namespaces.blocking(Held(), book, "ns", 3, False, "timed out")  # something is left inside: not that
+    assert "kube-controller-manager" not in book.outcomes()[0].message
