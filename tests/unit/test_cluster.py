@@ -94,3 +94,37 @@ def test_keeping_finalizers_is_a_conditional_write(keep, body):
     t = ScriptedTransport({})
     HttpCluster(t, Deadline(None)).patch_finalizers(ObjectMeta(ref, "u", "7", ("x", "k"), False), keep, DryRun.NONE)
     assert t.requests[0][0] == "PATCH" and t.requests[0][3] == {"metadata": body}
+
+
+def test_api_discovery_reads_the_aggregated_lists_and_names_the_core_group():
+    core = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {}, "versions": [{"version": "v1"}]}]}
+    groups = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": "apps"}, "versions": []}]}
+    t = ScriptedTransport(core, groups)
+    found = HttpCluster(t, Deadline(None)).api_discovery()
+    assert [g["metadata"]["name"] for g in found] == ["", "apps"]
+    assert [path for _, path, _, _ in t.requests] == ["/api", "/apis"]
+
+
+def test_api_discovery_falls_back_to_each_group_version_and_marks_a_503_stale():
+    from kubectl_unfinalize.errors import ApiError
+
+    t = ScriptedTransport(
+        {"kind": "APIVersions", "versions": ["v1"]},
+        {"resources": [{"name": "configmaps", "namespaced": True, "kind": "ConfigMap", "verbs": ["list", "patch"]}]},
+        {"kind": "APIGroupList", "groups": [{"name": "metrics.k8s.io", "versions": [{"version": "v1beta1"}]}]},
+        ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+    )
+    core, metrics = HttpCluster(t, Deadline(None)).api_discovery()
+    assert core["versions"][0]["resources"] == [
+        {
+            "resource": "configmaps",
+            "scope": "Namespaced",
+            "responseKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "verbs": ["list", "patch"],
+        }
+    ]
+    assert metrics == {
+        "metadata": {"name": "metrics.k8s.io"},
+        "versions": [{"version": "v1beta1", "freshness": "Stale", "resources": []}],
+    }
+    assert [path for _, path, _, _ in t.requests] == ["/api", "/api/v1", "/apis", "/apis/metrics.k8s.io/v1beta1"]
