@@ -8,10 +8,12 @@ Precedence follows kubectl: --kubeconfig, else every path in KUBECONFIG merged, 
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .connections import Connections, Endpoint
 from .errors import ConfigError
 from .kubeconfig import StaticConfig, static_config
 from .manifests import yaml_problem
@@ -34,10 +36,7 @@ def connect(options: ConnectionOptions) -> Transport:
 
 
 def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
-    import ssl
     import tempfile
-
-    import urllib3
 
     try:
         context = ssl.create_default_context(
@@ -60,16 +59,9 @@ def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
                 raise ConfigError(f"invalid client certificate or key {cert}: {exc.reason or exc}") from exc
             except OSError as exc:
                 raise ConfigError(f"file not found: {exc.filename}") from exc
-    pool_kw: dict[str, Any] = {"ssl_context": context, "maxsize": options.pool_size, "block": False}
-    if static.tls_server_name:
-        pool_kw["server_hostname"] = static.tls_server_name
-    if static.insecure:
-        pool_kw["cert_reqs"] = "CERT_NONE"
-        pool_kw["assert_hostname"] = False
-        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     token = f"Bearer {static.token}" if static.token else None
-    return _transport(options, static.server, urllib3.PoolManager(num_pools=4, **pool_kw), lambda: token,
-                      static.namespace, static.context)  # fmt: skip
+    endpoint = Endpoint(static.server, context, static.tls_server_name)
+    return _transport(options, endpoint, lambda: token, static.namespace, static.context)
 
 
 def _private_file(directory: str, name: str, data: bytes | None) -> str:
@@ -81,8 +73,7 @@ def _private_file(directory: str, name: str, data: bytes | None) -> str:
 
 def _transport(
     options: ConnectionOptions,
-    host: str,
-    pool: Any,
+    endpoint: Endpoint,
     auth: Callable[[], str | None],
     namespace: str,
     context: str,
@@ -94,8 +85,8 @@ def _transport(
     if options.as_uid:
         impersonate.append(("Impersonate-Uid", options.as_uid))
     return Transport(
-        host,
-        pool,
+        endpoint.url,
+        Connections(endpoint),
         auth,
         impersonate,
         options.request_timeout,
@@ -127,18 +118,13 @@ def _through_client(options: ConnectionOptions) -> Transport:
     for path in (config.ssl_ca_cert, config.cert_file, config.key_file):
         if path and not os.path.exists(path):
             raise ConfigError(f"file not found: {path}")
-    _check_tls_files(config)
-    config.connection_pool_maxsize = options.pool_size
-
-    from kubernetes.client.rest import RESTClientObject
-
-    pool = RESTClientObject(config).pool_manager
+    endpoint = Endpoint(config.host, _tls_context(config), config.tls_server_name or None, config.proxy or None)
 
     def auth() -> str | None:
         settings = config.auth_settings().get("BearerToken")
         return settings["value"] if settings else None
 
-    return _transport(options, config.host, pool, auth, namespace, context)
+    return _transport(options, endpoint, auth, namespace, context)
 
 
 def kubeconfig_paths(options: ConnectionOptions) -> list[str]:
@@ -231,20 +217,23 @@ def _load_in_cluster(options: ConnectionOptions, config: Any) -> tuple[str, str]
     return namespace, "in-cluster"
 
 
-def _check_tls_files(config: Any) -> None:
-    """A CA or client certificate that is not one fails here, in one line, instead of as
-    a TLS error on the first request."""
-    import ssl
-
+def _tls_context(config: Any) -> ssl.SSLContext:
+    """The kubernetes client's TLS settings as an SSLContext. A CA or client certificate
+    that is not one fails here, in one line, instead of as a TLS error on the first request."""
     try:
         context = ssl.create_default_context(cafile=config.ssl_ca_cert) if config.ssl_ca_cert else None
     except ssl.SSLError as exc:
         raise ConfigError(f"invalid certificate authority {config.ssl_ca_cert}: {exc.reason or exc}") from exc
+    context = context or ssl.create_default_context()
+    if not config.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     if config.cert_file:
         try:
-            (context or ssl.create_default_context()).load_cert_chain(config.cert_file, config.key_file)
+            context.load_cert_chain(config.cert_file, config.key_file)
         except ssl.SSLError as exc:
             raise ConfigError(f"invalid client certificate or key {config.cert_file}: {exc.reason or exc}") from exc
+    return context
 
 
 def _apply_flags(options: ConnectionOptions, config: Any) -> None:

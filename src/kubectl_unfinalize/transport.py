@@ -1,12 +1,13 @@
 """HTTP to the API server: retries, one deadline, typed errors, request logs.
 
-The kubernetes client loads kubeconfig, credentials and TLS settings; its generated API
-classes are bypassed because they cannot ask for metadata-only lists, pick a patch type
-per request, or retry on 429/5xx. Everything goes through `Transport.request`.
+The kubernetes client's generated API classes are bypassed because they cannot ask for
+metadata-only lists, pick a patch type per request, or retry on 429/5xx. Everything
+goes through `Transport.request`, over connections.py's per-thread connections.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import threading
@@ -14,11 +15,11 @@ import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlencode
-
-import urllib3
+from urllib.parse import urlencode, urlsplit
 
 from ._version import __version__
+from .connections import Connections, NotSent, Response
+from .connections import reason as failure
 from .deadline import NO_DEADLINE, Deadline
 from .errors import ApiError, Unreachable, api_error_class
 
@@ -31,7 +32,6 @@ MAX_ATTEMPTS_500 = 3  # a 500 is often lasting (a dead conversion webhook)
 MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likely a wrong address than an outage
 MAX_BACKOFF = 2.0  # an API server restart takes seconds: notice its return quickly
 MAX_RETRY_AFTER = 30.0
-CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
 LOG_BODY = 1000
 
@@ -48,7 +48,7 @@ class Transport:
     def __init__(
         self,
         host: str,
-        pool: urllib3.PoolManager,
+        connections: Connections,
         auth: Callable[[], str | None],
         impersonate: Iterable[tuple[str, str]] = (),
         request_timeout: float | None = None,
@@ -58,7 +58,8 @@ class Transport:
         verbosity: int = 0,
     ) -> None:
         self.host = host.rstrip("/")
-        self.pool = pool
+        self.connections = connections
+        self._prefix = urlsplit(self.host).path.rstrip("/")  # a server URL may carry a path
         self._auth = auth
         self._auth_lock = threading.Lock()  # an exec plugin must not run once per thread
         self._impersonate = list(impersonate)
@@ -71,7 +72,7 @@ class Transport:
         self.reached = False  # once the server has answered, an outage is waited out until the deadline
 
     def close(self) -> None:
-        self.pool.clear()
+        self.connections.close()
 
     def __enter__(self) -> Transport:
         return self
@@ -79,26 +80,19 @@ class Transport:
     def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
         self.close()
 
-    def _headers(self, accept: str, content_type: str | None) -> urllib3.HTTPHeaderDict:
-        headers = urllib3.HTTPHeaderDict()
-        headers["Accept"] = accept
-        headers["User-Agent"] = f"kubectl-unfinalize/{__version__}"
+    def _headers(self, accept: str, content_type: str | None) -> list[tuple[str, str]]:
+        headers = [("Accept", accept), ("User-Agent", f"kubectl-unfinalize/{__version__}")]
         if content_type:
-            headers["Content-Type"] = content_type
+            headers.append(("Content-Type", content_type))
         with self._auth_lock:
             token = self._auth()
         if token:
-            headers["Authorization"] = token
-        for key, value in self._impersonate:
-            headers.add(key, value)  # Impersonate-Group may repeat: one header line each
+            headers.append(("Authorization", token))
+        headers.extend(self._impersonate)  # Impersonate-Group may repeat: one header line each
         return headers
 
-    def _timeout(self, deadline: Deadline) -> urllib3.Timeout:
-        if self.request_timeout:
-            return urllib3.Timeout(total=max(deadline.cap(self.request_timeout), 0.001))
-        return urllib3.Timeout(
-            connect=max(deadline.cap(CONNECT_TIMEOUT), 0.001), read=max(deadline.cap(READ_TIMEOUT), 0.001)
-        )
+    def _timeout(self, deadline: Deadline) -> float:
+        return max(deadline.cap(self.request_timeout or READ_TIMEOUT), 0.001)
 
     def request(
         self,
@@ -113,10 +107,11 @@ class Transport:
     ) -> Any:
         """Send one request, retrying what is safe to retry until `deadline`; return the
         decoded JSON body. Raises a typed ApiError or Unreachable."""
-        url = self.host + path
+        target = self._prefix + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
         if params:
-            url += "?" + urlencode(params, doseq=True)
+            target += "?" + urlencode(params, doseq=True)
+        url = self.host + target[len(self._prefix) :]
         payload = None
         if body is not None:
             payload = json.dumps(body, separators=(",", ":")).encode()
@@ -128,21 +123,15 @@ class Transport:
             attempt += 1
             started = time.monotonic()
             try:
-                response = self.pool.request(
-                    method,
-                    url,
-                    body=payload,
-                    headers=self._headers(accept, content_type),
-                    timeout=self._timeout(deadline),
-                    retries=False,
-                    preload_content=True,
+                response = self.connections.send(
+                    method, target, payload, self._headers(accept, content_type), self._timeout(deadline)
                 )
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                self._trace(method, url, f"error {_reason(exc)}", started, attempt, None)
-                ambiguous = ambiguous or _maybe_sent(exc)
+            except (OSError, http.client.HTTPException) as exc:
+                self._trace(method, url, f"error {failure(exc)}", started, attempt, None)
+                ambiguous = ambiguous or not isinstance(exc, NotSent)
                 delay = _backoff(attempt)
                 if not ((bounded and self.reached) or attempt < MAX_CONNECT_ATTEMPTS) or delay >= deadline.remaining():
-                    raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(exc)}") from exc
+                    raise Unreachable(f"cannot reach the API server at {self.host}: {failure(exc)}") from exc
                 self.sleep(delay)
                 continue
             self.reached = True
@@ -187,12 +176,7 @@ def _retry_delay(error: ApiError, attempt: int) -> float:
     return _backoff(attempt)
 
 
-def _maybe_sent(exc: BaseException) -> bool:
-    """False only when the request surely never reached the server (no connection)."""
-    return not isinstance(exc, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError))
-
-
-def _api_error(method: str, path: str, response: urllib3.BaseHTTPResponse, ambiguous: bool) -> ApiError:
+def _api_error(method: str, path: str, response: Response, ambiguous: bool) -> ApiError:
     message, reason, token = "", response.reason or "", ""
     details: dict[str, Any] = {}
     try:
@@ -225,12 +209,3 @@ def _api_error(method: str, path: str, response: urllib3.BaseHTTPResponse, ambig
         retry_after=retry_after,
         ambiguous=ambiguous,
     )
-
-
-def _reason(exc: BaseException) -> str:
-    inner = getattr(exc, "reason", None)
-    text = str(inner or exc)
-    # urllib3 wraps the useful part; keep the last clause.
-    if ": " in text and "Failed to establish a new connection" in text:
-        text = text.split("Failed to establish a new connection: ", 1)[-1]
-    return text.rstrip(")'\"")

@@ -1,30 +1,47 @@
 """Retry rules of the transport, against a scripted connection pool (pure logic)."""
 
 import json
+from email.message import Message
 
 import pytest
-import urllib3
 
+from kubectl_unfinalize.connections import NotSent, Response
 from kubectl_unfinalize.errors import ApiError, Unreachable
 from kubectl_unfinalize.transport import Transport
 
+REFUSED = NotSent("[Errno 111] Connection refused")
+
 
 class ScriptedPool:
-    """Answers requests from a script of (status, headers, body) or exceptions."""
+    """Per-thread connections answering from a script of (status, headers, body) or exceptions."""
 
     def __init__(self, *answers):
         self.answers = list(answers)
         self.requests = []
+        self.timeouts = []
 
-    def request(self, method, url, body=None, headers=None, **_):
-        self.requests.append((method, url, body, headers))
+    def send(self, method, target, body, headers, timeout):
+        self.requests.append((method, target, body, Headers(headers)))
+        self.timeouts.append(timeout)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        status, headers, payload = answer
-        return urllib3.HTTPResponse(
-            body=json.dumps(payload).encode(), status=status, headers=headers, preload_content=True
-        )
+        status, fields, payload = answer
+        message = Message()
+        for key, value in fields.items():
+            message[key] = value
+        return Response(status, "", message, json.dumps(payload).encode())
+
+    def close(self):
+        pass
+
+
+class Headers(list):
+    def getlist(self, name):
+        return [v for k, v in self if k == name]
+
+    def __getitem__(self, name):
+        return ", ".join(self.getlist(name))
 
 
 def transport(pool, **kwargs):
@@ -42,9 +59,7 @@ def test_429_honours_retry_after():
 
 
 def test_5xx_and_dropped_connections_are_retried_with_backoff():
-    pool = ScriptedPool(
-        (503, {}, {}), urllib3.exceptions.ProtocolError("connection reset"), (500, {}, {}), (200, {}, {})
-    )
+    pool = ScriptedPool((503, {}, {}), ConnectionResetError("connection reset"), (500, {}, {}), (200, {}, {}))
     t = transport(pool)
     t.request("PATCH", "/x", body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
     assert len(pool.requests) == 4 and len(t.sleeps) == 3
@@ -61,8 +76,7 @@ def test_client_errors_are_not_retried_and_carry_the_api_message():
 
 
 def test_unreachable_gives_up_after_a_few_attempts():
-    refused = urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] refused")
-    pool = ScriptedPool(*[refused] * 10)
+    pool = ScriptedPool(*[REFUSED] * 10)
     with pytest.raises(Unreachable, match="cannot reach the API server at https://cluster"):
         transport(pool).request("GET", "/api")
     assert len(pool.requests) == 4
@@ -122,15 +136,14 @@ def test_an_outage_after_first_contact_is_waited_out_within_the_deadline(monkeyp
     from kubectl_unfinalize.deadline import Deadline
 
     clock = Clock(monkeypatch)
-    refused = urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] refused")
-    pool = ScriptedPool((200, {}, {}), *[refused] * 20, (200, {}, {"back": True}))
+    pool = ScriptedPool((200, {}, {}), *[REFUSED] * 20, (200, {}, {"back": True}))
     t = clocked(pool, clock)
     t.request("GET", "/api", deadline=Deadline(60))
     assert t.request("GET", "/api", deadline=Deadline(60)) == {"back": True}
-    never = clocked(ScriptedPool(*[refused] * 20), clock)
+    never = clocked(ScriptedPool(*[REFUSED] * 20), clock)
     with pytest.raises(Unreachable):
         never.request("GET", "/api", deadline=Deadline(60))  # never reached: a wrong address, not an outage
-    assert len(never.pool.requests) == 4
+    assert len(never.connections.requests) == 4
 
 
 def test_each_attempt_is_capped_by_what_is_left_of_the_deadline(monkeypatch):
@@ -138,11 +151,8 @@ def test_each_attempt_is_capped_by_what_is_left_of_the_deadline(monkeypatch):
 
     clock = Clock(monkeypatch)
     pool = ScriptedPool((200, {}, {}))
-    seen = []
-    original = pool.request
-    pool.request = lambda *a, timeout=None, **k: seen.append(timeout) or original(*a, **k)
     clocked(pool, clock).request("GET", "/api", deadline=Deadline(3))
-    assert seen[0].read_timeout == 3 and seen[0].connect_timeout == 3
+    assert pool.timeouts == [3]
 
 
 def test_a_404_after_a_dropped_connection_is_marked_ambiguous(monkeypatch):
@@ -150,7 +160,7 @@ def test_a_404_after_a_dropped_connection_is_marked_ambiguous(monkeypatch):
     from kubectl_unfinalize.errors import NotFound
 
     clock = Clock(monkeypatch)
-    pool = ScriptedPool((200, {}, {}), urllib3.exceptions.ProtocolError("reset"), (404, {}, {"reason": "NotFound"}))
+    pool = ScriptedPool((200, {}, {}), ConnectionResetError("reset"), (404, {}, {"reason": "NotFound"}))
     t = clocked(pool, clock)
     t.request("GET", "/api")
     with pytest.raises(NotFound) as info:
