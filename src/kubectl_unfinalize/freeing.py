@@ -1,0 +1,100 @@
+"""Freeing one object, on a worker: the finalizer writes, their outcomes, and the
+containment that turns any failure into that object's outcome."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from . import diagnose
+from .cluster import Cluster
+from .deadline import Deadline
+from .errors import Conflict, NotFound, UnfinalizeError
+from .model import Action, ObjectKey, ObjectMeta, ObjectRef
+from .options import DryRun, Options
+from .outcomes import OutcomeBook
+
+CONFLICT_RETRIES = 10
+
+
+class Freer:
+    """What every sweep (CRDs, namespaces, manifest objects) frees objects with. Thread-safe."""
+
+    def __init__(self, cluster: Cluster, options: Options, book: OutcomeBook, deadline: Deadline) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.book = book
+        self.deadline = deadline
+        self.seen: set[str] = set()  # uids listed or read: the report's "scanned"
+        self.live: set[str] = set()  # uids freed while not terminating: may come back
+        self.lock = threading.Lock()
+
+    def wanted(self, meta: ObjectMeta) -> bool:
+        if self.options.only_terminating and not meta.terminating:
+            return False
+        return bool(self.options.removable(list(meta.finalizers)))
+
+    def free_known(self, meta: ObjectMeta) -> bool:
+        self.seen.add(meta.uid)
+        return self.free(meta) if self.options.removable(list(meta.finalizers)) else True
+
+    def missing(self, ref: ObjectRef) -> bool:
+        self.book.record(ObjectKey.of(ref), self.book.outcome(ref, Action.GONE, message="not found"), first_only=True)
+        return True
+
+    def free(self, meta: ObjectMeta) -> bool:
+        """Remove the finalizers this run removes; True when the object is free."""
+        options = self.options
+        removed = options.removable(list(meta.finalizers))
+        for _ in range(CONFLICT_RETRIES):
+            keep = tuple(f for f in meta.finalizers if f not in removed) if options.finalizers else None
+            if options.dry_run is not DryRun.CLIENT:
+                try:
+                    self.cluster.patch_finalizers(meta, keep, options.dry_run)
+                except NotFound as exc:
+                    if exc.ambiguous:  # the connection dropped after the server applied our patch
+                        return self.freed(meta, removed, "gone right after the patch")
+                    self.book.of(meta, Action.GONE, [], "already gone")
+                    return True
+                except Conflict:
+                    fresh = self.cluster.get_meta(meta.ref)
+                    if fresh is None or fresh.uid != meta.uid:
+                        self.book.of(meta, Action.GONE, [], "already gone")
+                        return True
+                    meta, removed = fresh, options.removable(list(fresh.finalizers))
+                    if not removed:
+                        return True
+                    continue
+            return self.freed(meta, removed)
+        self.book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
+        return False
+
+    def freed(self, meta: ObjectMeta, removed: list[str], message: str = "") -> bool:
+        if not meta.terminating and not self.options.delete:
+            self.live.add(meta.uid)
+        self.book.of(meta, Action.UNFINALIZED, removed, message)
+        return True
+
+    def contain(self, ref: ObjectRef, verb: str, job: Callable[[], bool]) -> bool:
+        """Run one object's job on a worker; its failure becomes its outcome."""
+        try:
+            return job()
+        except UnfinalizeError as exc:
+            self.book.add(ref, Action.FAILED, message=diagnose.explain(exc, verb, ref.resource))
+        except Exception as exc:  # noqa: BLE001 - contained: one object's bug must not lose the report
+            self.book.add(ref, Action.FAILED, message=f"unexpected {type(exc).__name__}: {exc}")
+        return False
+
+    def exists(self, ref: ObjectRef, uid: str) -> bool:
+        """Still there with the uid this run deleted; a re-created object is reported,
+        not waited on (kubectl's wait compares uids the same way)."""
+        try:
+            meta = self.cluster.get_meta(ref)
+        except UnfinalizeError:
+            return True  # cannot tell now; the next round asks again, the deadline bounds it
+        if meta is None:
+            return False
+        if meta.uid != uid:
+            self.book.add(ref, Action.RECREATED, message=f"deleted, then re-created (new uid {meta.uid})")
+            return False
+        return True
