@@ -124,7 +124,8 @@ class _Printer:
 
 def _run(args: argparse.Namespace) -> int:
     from .api import run
-    from .flags import to_connection_options, to_options, to_selection
+    from .connection_flags import to_connection_options
+    from .flags import to_options, to_selection
     from .report import ProgressDisplay
 
     selection, options = to_selection(args), to_options(args)

@@ -19,7 +19,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser, parse_bool, to_connection_options
+from .connection_flags import parse_bool, to_connection_options
+from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
 DIRECTIVE_NO_SPACE = 2

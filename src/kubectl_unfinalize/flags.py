@@ -1,37 +1,20 @@
 """The command line's flags: the argparse parser (also read by argparse-manpage and by
-shell completion) and the one mapping from parsed flags to Selection, Options and
-ConnectionOptions. Imports nothing heavy, so --help stays fast and the man page builds
-without the kubernetes client.
+shell completion) and the one mapping from parsed flags to Selection and Options
+(connection_flags.py does ConnectionOptions). Imports nothing heavy, so --help stays
+fast and the man page builds without the kubernetes client.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NoReturn
 
-from .durations import parse_duration
-from .errors import InputError
-from .options import ConnectionOptions, Options, Selection
+from .connection_flags import add_connection_flags, duration, parse_bool
+from .options import Options, Selection
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
 NAMESPACE_WORDS = ("ns", "namespace", "namespaces")
-CONNECTION_FLAGS = (
-    "kubeconfig",
-    "context",
-    "cluster",
-    "user",
-    "server",
-    "token",
-    "certificate_authority",
-    "client_certificate",
-    "client_key",
-    "insecure_skip_tls_verify",
-    "tls_server_name",
-    "as_user",
-    "as_group",
-    "as_uid",
-)
 
 DESCRIPTION = """\
 Free stuck custom resources: remove the finalizers of every custom resource of the
@@ -68,27 +51,11 @@ class UsageError(Exception):
     """A flag combination argparse accepted but the tool cannot run; exit 2."""
 
 
-def parse_bool(value: str) -> bool:
-    lowered = value.lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {value!r} (use true or false)")
-
-
 def _verbosity(value: str) -> int:
     text = value.lstrip("=")
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"invalid verbosity {value!r} (use a number, e.g. -v=6)")
     return int(text)
-
-
-def _duration(value: str) -> float:
-    try:
-        return parse_duration(value)
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -159,7 +126,7 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     )
     act.add_argument(
         "--timeout",
-        type=_duration,
+        type=duration,
         metavar="DURATION",
         help="bound the whole run, retries included, e.g. 90s, 2m (default 5m)",
     )
@@ -209,36 +176,6 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
 
     add_connection_flags(parser.add_argument_group("connection (as kubectl)"))
     return parser
-
-
-def add_connection_flags(con: argparse._ArgumentGroup) -> None:
-    con.add_argument("--kubeconfig", help="kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)")
-    con.add_argument("--context", help="kubeconfig context to use")
-    con.add_argument("--cluster", help="kubeconfig cluster to use")
-    con.add_argument("--user", help="kubeconfig user to use")
-    con.add_argument("-s", "--server", help="API server address")
-    con.add_argument("--token", help="bearer token")
-    con.add_argument("--certificate-authority", metavar="PATH", help="CA certificate file")
-    con.add_argument("--client-certificate", metavar="PATH", help="client certificate file")
-    con.add_argument("--client-key", metavar="PATH", help="client key file")
-    con.add_argument(
-        "--insecure-skip-tls-verify",
-        type=parse_bool,
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="BOOL",
-        help="do not verify the server's certificate",
-    )
-    con.add_argument("--tls-server-name", help="server name for certificate validation (SNI)")
-    con.add_argument("--as", dest="as_user", metavar="USER", help="impersonate this user")
-    con.add_argument(
-        "--as-group", action="append", default=[], metavar="GROUP", help="impersonate this group (repeatable)"
-    )
-    con.add_argument("--as-uid", metavar="UID", help="impersonate this UID")
-    con.add_argument(
-        "--request-timeout", type=_duration, metavar="DURATION", help="give up on a single request after this long"
-    )
 
 
 def normalize_argv(argv: Sequence[str]) -> list[str]:
@@ -319,34 +256,3 @@ def to_options(args: argparse.Namespace) -> Options:
         concurrency=args.concurrency,
         chunk_size=args.chunk_size,
     )
-
-
-def to_connection_options(
-    values: argparse.Namespace | dict[str, object], log: Callable[[str], None] | None = None, **overrides: object
-) -> ConnectionOptions:
-    """From parsed flags, or from the partial values shell completion has scanned."""
-    get = values.get if isinstance(values, dict) else lambda key, default=None: getattr(values, key, default)
-    insecure = get("insecure_skip_tls_verify", False)
-    if isinstance(insecure, str):
-        insecure = parse_bool(insecure)
-    settings: dict[str, object] = {
-        "kubeconfig": get("kubeconfig"),
-        "context": get("context"),
-        "cluster": get("cluster"),
-        "user": get("user"),
-        "server": get("server"),
-        "token": get("token"),
-        "certificate_authority": get("certificate_authority"),
-        "client_certificate": get("client_certificate"),
-        "client_key": get("client_key"),
-        "insecure_skip_tls_verify": bool(insecure),
-        "tls_server_name": get("tls_server_name"),
-        "as_user": get("as_user"),
-        "as_groups": tuple(get("as_group") or ()),  # type: ignore[arg-type]
-        "as_uid": get("as_uid"),
-        "request_timeout": get("request_timeout"),
-        "verbosity": get("verbose", 0) or 0,
-        "log": log,
-    }
-    settings.update(overrides)
-    return ConnectionOptions(**settings)  # type: ignore[arg-type]
