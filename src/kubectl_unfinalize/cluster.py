@@ -171,17 +171,7 @@ class HttpCluster:
         """A SelfSubjectRulesReview's status (resourceRules, incomplete) for one namespace:
         one request instead of one review per verb and resource. None when it cannot be
         made; the real requests then report what is refused."""
-        body = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectRulesReview",
-            "spec": {"namespace": namespace},
-        }
-        try:
-            review = self._request("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", body=body)
-        except ApiError:
-            return None
-        status: dict[str, Any] = (review or {}).get("status") or {}
-        return status
+        return self._review("SelfSubjectRulesReview", {"namespace": namespace})
 
     def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
         obj = self.get(ref, accept=METADATA_OBJECT)
@@ -241,16 +231,17 @@ class HttpCluster:
             attributes["namespace"] = namespace
         if name:
             attributes["name"] = name
-        body = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attributes},
-        }
+        status = self._review("SelfSubjectAccessReview", {"resourceAttributes": attributes})
+        return True if status is None else bool(status.get("allowed"))
+
+    def _review(self, kind: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """An authorization review's status, or None when the review cannot be made."""
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}
         try:
-            review = self._request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
+            review = self._request("POST", f"/apis/authorization.k8s.io/v1/{kind.lower()}s", body=body)
         except ApiError:
-            return True
-        return bool((review.get("status") or {}).get("allowed"))
+            return None
+        return dict((review or {}).get("status") or {})
 
     def whoami(self) -> str:
         """The user name the API server sees, or "" when it will not say."""

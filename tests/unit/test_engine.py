@@ -120,13 +120,19 @@ def test_delete_order_each_instance_is_deleted_before_its_finalizers_go_and_the_
     assert actions(report) == [("a", "unfinalized"), ("b", "unfinalized"), (WIDGET_CRD.name, "deleted")]
 
 
-def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are():
-    """Never leave a CRD Terminating over objects the run could not free."""
+def two_crds():
+    """Widgets and gadgets, one object each, every one with a finalizer."""
     cluster = FakeCluster()
     cluster.add_crd()
     cluster.add_crd(GADGET_CRD)
     cluster.add("w", ["x"])
     cluster.add("g", ["x"], resource=GADGETS)
+    return cluster
+
+
+def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are():
+    """Never leave a CRD Terminating over objects the run could not free."""
+    cluster = two_crds()
 
     def deny(verb, ref):
         if verb == "patch" and ref.name == "w":
@@ -143,11 +149,7 @@ def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are():
 
 
 def test_a_denied_crd_delete_is_reported_and_the_other_crd_still_goes():
-    cluster = FakeCluster()
-    cluster.add_crd()
-    cluster.add_crd(GADGET_CRD)
-    cluster.add("w", ["x"])
-    cluster.add("g", ["x"], resource=GADGETS)
+    cluster = two_crds()
 
     def deny(verb, ref):
         if verb == "delete" and ref.name == WIDGET_CRD.name:
