@@ -43,7 +43,7 @@ def unfinalize(
     field_selector: str | None = None,
     only_terminating: bool = False,
     finalizers: Sequence[str] = (),
-    concurrency: int = 16,
+    concurrency: int = 64,
     chunk_size: int = 500,
     kubeconfig: str | None = None,
     context: str | None = None,

@@ -65,6 +65,11 @@ class Cluster(Protocol):
 
     def bounded(self, deadline: Deadline) -> Cluster: ...
 
+    @property
+    def pushbacks(self) -> int:
+        """How many times the API server answered 429 so far."""
+        ...
+
 
 class HttpCluster:
     """The verbs over HTTP, each request bounded by the run's deadline."""
@@ -76,6 +81,10 @@ class HttpCluster:
     def bounded(self, deadline: Deadline) -> HttpCluster:
         """The same cluster under another deadline (a short grace for diagnosis)."""
         return HttpCluster(self.transport, deadline)
+
+    @property
+    def pushbacks(self) -> int:
+        return self.transport.pushbacks
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.transport.request(method, path, deadline=self.deadline, **kwargs)

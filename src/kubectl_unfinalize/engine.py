@@ -33,6 +33,7 @@ from .namespace_sweep import NamespaceState, NamespaceSweep
 from .objects import ObjectState
 from .options import DryRun, Options
 from .outcomes import OutcomeBook, OutcomeListener
+from .pacing import Pacing
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.05
@@ -70,6 +71,7 @@ class Engine:
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
         self.freer = Freer(cluster, options, self.book, deadline)
         self.namespaces = NamespaceSweep(self.freer)
+        self.pacing = Pacing(options.concurrency)
         self._on_progress = on_progress or (lambda _: None)
         self._done = self._total = 0
 
@@ -136,9 +138,9 @@ class Engine:
         )
 
     def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:
-        """One sweep over every target; False when the deadline cut it short."""
-        limit = self.options.concurrency * 4
-        inflight: set[Future[object]] = set()
+        """One sweep over every target, as many jobs in flight as the pacing allows;
+        False when the deadline cut it short."""
+        inflight: set[Future[float]] = set()
         for crd in pending.crds:
             crd.counting = 0
         self.namespaces.begin_pass()
@@ -147,8 +149,8 @@ class Engine:
                 self._drain(inflight)
                 return False
             self._total += 1
-            inflight.add(pool.submit(job))
-            if len(inflight) >= limit:
+            inflight.add(pool.submit(_timed, job))
+            while len(inflight) >= self.pacing.limit:
                 done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
                 self._finished(done)
         self._drain(inflight)
@@ -166,14 +168,15 @@ class Engine:
         for obj in pending.objects:
             yield partial(self.freer.contain, obj.ref, "free", partial(objects.free, self.freer, obj))
 
-    def _drain(self, inflight: set[Future[object]]) -> None:
+    def _drain(self, inflight: set[Future[float]]) -> None:
         while inflight:
             done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
             self._finished(done)
 
-    def _finished(self, done: set[Future[object]]) -> None:
+    def _finished(self, done: set[Future[float]]) -> None:
         for future in done:
-            future.result()  # jobs contain their failures; this re-raises only a bug
+            latency = future.result()  # jobs contain their failures; this re-raises only a bug
+            self.pacing.completed(latency, self.cluster.pushbacks)
         self._done += len(done)
         self._on_progress(Progress("unfinalize", self._done, self._total))
 
@@ -213,3 +216,10 @@ class Engine:
             )
         kept = [c.crd for c in pending.crds if c not in undeleted]
         diagnose.blocking(grace, self.options, self.book, kept, [o.ref for o in pending.objects], why)
+
+
+def _timed(job: Callable[[], object]) -> float:
+    """Run a job on a worker; its wall time, for the pacing."""
+    started = time.monotonic()
+    job()
+    return time.monotonic() - started

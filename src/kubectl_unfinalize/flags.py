@@ -148,7 +148,13 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         help="client: change nothing; server: send every write with dryRun=All",
     )
     act.add_argument("-i", "--interactive", action="store_true", help="show the plan and ask before changing anything")
-    act.add_argument("--concurrency", type=int, default=16, metavar="N", help="parallel writes (default 16)")
+    act.add_argument(
+        "--concurrency",
+        type=int,
+        default=64,
+        metavar="N",
+        help="at most N requests in flight (default 64); the run adapts below it to latency and 429s",
+    )
     act.add_argument("--chunk-size", type=int, default=500, metavar="N", help="list page size (default 500)")
 
     out = parser.add_argument_group("output")

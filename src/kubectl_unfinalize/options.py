@@ -88,7 +88,7 @@ class Options:
     field_selector: str | None = None
     only_terminating: bool = False
     finalizers: tuple[str, ...] = ()
-    concurrency: int = 16
+    concurrency: int = 64
     chunk_size: int = 500
     settle: float = 1.0
     poll: float = 0.2

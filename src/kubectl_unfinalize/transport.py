@@ -70,6 +70,7 @@ class Transport:
         self._bodies = verbosity >= 8
         self.sleep = time.sleep
         self.reached = False  # once the server has answered, an outage is waited out until the deadline
+        self.pushbacks = 0  # 429 answers so far: the engine's pacing slows down on them
 
     def close(self) -> None:
         self.connections.close()
@@ -141,6 +142,8 @@ class Transport:
                 data = response.data
                 return json.loads(data) if data else None
             error = _api_error(method, path, response, ambiguous)
+            if status == 429:
+                self.pushbacks += 1
             internal_errors += status == 500
             delay = _retry_delay(error, attempt)
             retry = (

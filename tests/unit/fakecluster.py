@@ -48,6 +48,7 @@ class FakeCluster:
         self.expire_continue_once = False
         self.deadline = Deadline(None)
         self.crds: dict[str, Resource] = {}
+        self.pushbacks = 0
         self.served: list[Resource] = [CONFIGMAPS, WIDGETS]  # what discovery lists
         self.stale: list[str] = []  # group versions discovery marks Stale (an unavailable APIService)
         self.rules: dict[str, Any] | None = None  # the SelfSubjectRulesReview status; None: cannot tell
