@@ -260,7 +260,9 @@ def make_crd(api_client):
     """Factory creating an Established CRD in a unique group; see ``make`` below.
 
     At teardown the objects of each CRD lose their finalizers and the CRD is deleted
-    (best effort). The CRD's own cleanup finalizer is never touched.
+    (best effort). The CRD's own cleanup finalizer is never touched. The teardown does
+    not use the product on purpose: a test that finds a bug in it must not also leave
+    its CRDs behind for every later test.
     """
     from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
 
