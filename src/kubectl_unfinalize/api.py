@@ -8,6 +8,7 @@ Typical use, in an operator test suite's teardown after the operator has stopped
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -101,18 +102,20 @@ def run(
     on_progress: ProgressListener | None = None,
     confirm: Confirm | None = None,
     retain: bool = True,
+    interrupt: threading.Event | None = None,
 ) -> Report:
     """Read the manifests (before connecting: a bad one is reported even when the
     cluster is unreachable), resolve, ask, free. retain=False keeps only failures in the
-    Report (the listener has seen every outcome), for memory flat in the object count."""
+    Report (the listener has seen every outcome), for memory flat in the object count.
+    Setting `interrupt` ends the run as its deadline would, and the Report says so."""
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
     pool_size = max(connection.pool_size, options.concurrency + 2)
     with connect(replace(connection, pool_size=pool_size)) as transport:
-        cluster = HttpCluster(transport, Deadline(options.deadline_seconds))
+        cluster = HttpCluster(transport, Deadline(options.deadline_seconds, interrupt))
         targets = resolve(cluster, selection, documents, options.namespace or transport.namespace)
         if confirm is not None and targets:
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
-            cluster = cluster.bounded(Deadline(options.deadline_seconds))  # time spent asking is not the run's
+            cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
         engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
         return engine.run(targets, skipped=targets.missing)

@@ -6,10 +6,12 @@ Imports nothing heavy at load time, so --help and --version stay fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ._version import __version__
@@ -145,20 +147,48 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         return sys.stdin.readline().strip().lower() in ("y", "yes")
 
-    report = run(
-        selection,
-        options,
-        connection,
-        on_outcome=printer.outcome,
-        on_progress=progress.update if progress else None,
-        confirm=confirm if args.interactive else None,
-        retain=False,
-    )
+    interrupt = threading.Event()
+    with _first_ctrl_c_stops(interrupt):
+        try:
+            report = run(
+                selection,
+                options,
+                connection,
+                on_outcome=printer.outcome,
+                on_progress=progress.update if progress else None,
+                confirm=confirm if args.interactive else None,
+                retain=False,
+                interrupt=interrupt,
+            )
+        except UnfinalizeError:
+            if interrupt.is_set():  # what failed was cut short by Ctrl-C
+                raise KeyboardInterrupt from None
+            raise
     if progress:
         progress.clear()
     if printer.document is not None and not report.aborted:
         printer.document.finish(report)
     return _finish(report, args.quiet)
+
+
+@contextlib.contextmanager
+def _first_ctrl_c_stops(interrupt: threading.Event) -> Iterator[None]:
+    """The first Ctrl-C ends the run like its deadline (requests in flight finish, the
+    summary says what was done); a second one stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if interrupt.is_set():
+            raise KeyboardInterrupt
+        interrupt.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _finish(report: Report, quiet: bool) -> int:

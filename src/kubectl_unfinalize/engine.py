@@ -120,7 +120,9 @@ class Engine:
                 break
             time.sleep(min(poll, self.deadline.remaining()))
             poll = min(poll * 2, options.poll)
-        if report.timed_out:
+        if report.timed_out and self.deadline.interrupted:
+            report.timed_out, report.interrupted = False, True
+        elif report.timed_out:
             self._diagnose(pending, "timed out")
         elif not options.delete and options.dry_run is DryRun.NONE:
             self._final_check(pending, report)

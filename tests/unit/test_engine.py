@@ -297,3 +297,18 @@ def test_missing_manifest_object_is_skipped_not_failed():
     cluster = FakeCluster()
     report = run(cluster, Targets(objects=[ObjectRef(GADGETS, "nope", "ns")]))
     assert actions(report) == [("nope", "gone")] and report.ok
+
+
+def test_an_interrupt_ends_the_run_like_its_deadline_and_reports_it():
+    import threading
+
+    cluster = FakeCluster()
+    for i in range(50):
+        cluster.add(f"o{i}", ["x"])
+    stop = threading.Event()
+    cluster.hooks.append(lambda verb, ref: stop.set() if verb == "patch" and ref.name == "o3" else None)
+    opts = Options(settle=0, concurrency=2)
+    report = Engine(cluster, opts, Deadline(60, stop)).run(Targets(crds=[WIDGET_CRD]))
+    assert report.interrupted and not report.timed_out and not report.ok
+    assert 0 < report.count(Action.UNFINALIZED) < 50
+    assert not [o for o in report.outcomes if o.action == Action.BLOCKING]  # no diagnosis after Ctrl-C
