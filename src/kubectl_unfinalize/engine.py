@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -34,6 +34,7 @@ from .objects import ObjectState
 from .options import DryRun, Options
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import Pacing
+from .workers import Workers
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.05
@@ -83,13 +84,15 @@ class Engine:
             [ObjectState(r) for r in targets.objects],
             [NamespaceState(n) for n in targets.namespaces],
         )
-        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize")
+        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
+        self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
         try:
             preflight(self.cluster, targets, self.options, pool)
             self._run(pool, pending, report)
         except KeyboardInterrupt:
             report.interrupted = True
         finally:
+            self.workers.close()
             pool.shutdown(wait=not report.interrupted, cancel_futures=True)
         report.outcomes = self.book.outcomes()
         report.counts = self.book.counts
@@ -142,20 +145,17 @@ class Engine:
     def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:
         """One sweep over every target, as many jobs in flight as the pacing allows;
         False when the deadline cut it short."""
-        inflight: set[Future[float]] = set()
         for crd in pending.crds:
             crd.counting = 0
         self.namespaces.begin_pass()
         for job in self._jobs(pool, pending):
             if self.deadline.expired():
-                self._drain(inflight)
-                return False
+                break
             self._total += 1
-            inflight.add(pool.submit(_timed, job))
-            while len(inflight) >= self.pacing.limit:
-                done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
-                self._finished(done)
-        self._drain(inflight)
+            self.workers.submit(job)
+            self._on_progress(Progress("unfinalize", self._done, self._total))
+        self.workers.drain()
+        self._on_progress(Progress("unfinalize", self._done, self._total))
         if self.deadline.expired():
             return False
         for crd in pending.crds:
@@ -170,17 +170,10 @@ class Engine:
         for obj in pending.objects:
             yield partial(self.freer.contain, obj.ref, "free", partial(objects.free, self.freer, obj))
 
-    def _drain(self, inflight: set[Future[float]]) -> None:
-        while inflight:
-            done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
-            self._finished(done)
-
-    def _finished(self, done: set[Future[float]]) -> None:
-        for future in done:
-            latency = future.result()  # jobs contain their failures; this re-raises only a bug
-            self.pacing.completed(latency, self.cluster.pushbacks)
-        self._done += len(done)
-        self._on_progress(Progress("unfinalize", self._done, self._total))
+    def _job_done(self, latency: float) -> None:
+        """On a worker, after each job."""
+        self.pacing.completed(latency, self.cluster.pushbacks)
+        self._done += 1  # read only for progress: an occasional lost count is harmless
 
     def _final_check(self, pending: _Targets, report: Report) -> None:
         try:
@@ -218,10 +211,3 @@ class Engine:
             )
         kept = [c.crd for c in pending.crds if c not in undeleted]
         diagnose.blocking(grace, self.options, self.book, kept, [o.ref for o in pending.objects], why)
-
-
-def _timed(job: Callable[[], object]) -> float:
-    """Run a job on a worker; its wall time, for the pacing."""
-    started = time.monotonic()
-    job()
-    return time.monotonic() - started

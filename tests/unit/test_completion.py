@@ -10,15 +10,16 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from pkgtest import ROOT, clean_env
 
 from kubectl_unfinalize import completion
 from kubectl_unfinalize.cli import build_parser, main
 from kubectl_unfinalize.errors import Unreachable
 
 NO_FILE, FILES = 4, 0
+SRC = Path(__file__).resolve().parents[2] / "src"
 CRDS = ["gadgets.example.com", "widgets.example.com", "daskclusters.kubernetes.dask.org"]
 
 
@@ -166,7 +167,7 @@ def test_unreachable_cluster_prints_only_the_directive(tmp_path):
         [sys.executable, "-m", "kubectl_unfinalize.completion", "crd", "--kubeconfig", kubeconfig, ""],
         capture_output=True,
         text=True,
-        env=clean_env(tmp_path, PYTHONPATH=str(ROOT / "src")),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(SRC)},
         timeout=30,
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")

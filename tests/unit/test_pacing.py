@@ -17,16 +17,18 @@ def test_a_far_cluster_with_steady_latency_fills_the_pipe_up_to_the_cap():
     assert limits == [16, 32, 64, 64, 64, 64]
 
 
-def test_rising_latency_halves_then_grows_one_per_round_trip():
+def test_an_overloaded_server_halves_the_limit_then_it_grows_one_per_round_trip():
     pacing = Pacing(cap=64, start=8)
-    feed(pacing, 0.01)
-    feed(pacing, 0.01)
+    feed(pacing, 0.05)
+    feed(pacing, 0.05)
     assert pacing.limit == 32
-    feed(pacing, 0.05)  # the server queues us
-    assert pacing.limit == 16
-    feed(pacing, 0.012)
-    feed(pacing, 0.012)
-    assert pacing.limit == 18
+    feed(pacing, 0.4)  # a busy server's latency moves with what is in flight: no cut
+    assert pacing.limit == 64
+    feed(pacing, 2.0)  # seconds per request: overloaded
+    assert pacing.limit == 32
+    feed(pacing, 0.05)
+    feed(pacing, 0.05)
+    assert pacing.limit == 34
 
 
 def test_a_429_halves_the_limit_at_once_and_slow_start_ends():

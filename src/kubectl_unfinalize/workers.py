@@ -1,0 +1,61 @@
+"""A fixed set of threads running one job per object, fed through a queue, with as many
+jobs in flight as the pacing allows.
+
+A Future per object and concurrent.futures.wait() (which locks every future in flight
+on each call) cost more client CPU than the requests themselves; a queue, a counter and
+one condition are all the engine needs.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+Job = Callable[[], object]
+
+
+class Workers:
+    def __init__(self, size: int, limit: Callable[[], int], on_done: Callable[[float], None]) -> None:
+        self._limit = limit
+        self._on_done = on_done
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._inflight = 0
+        self._changed = threading.Condition()
+        self._error: BaseException | None = None
+        self._threads = [threading.Thread(target=self._work, name=f"unfinalize-{i}", daemon=True) for i in range(size)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, job: Job) -> None:
+        """Queue a job once fewer than the pacing's limit are in flight."""
+        with self._changed:
+            while self._inflight >= self._limit():
+                self._changed.wait()
+            self._inflight += 1
+        self._jobs.put(job)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until every queued job has finished; re-raise a job's bug here."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._inflight == 0, timeout)
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            started = time.monotonic()
+            try:
+                job()  # jobs contain their failures; what escapes is a bug
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                self._error = self._error or exc
+            self._on_done(time.monotonic() - started)
+            with self._changed:
+                self._inflight -= 1
+                self._changed.notify_all()
