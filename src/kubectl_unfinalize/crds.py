@@ -18,6 +18,7 @@ from .errors import Forbidden, Invalid, UnfinalizeError
 from .freeing import Freer
 from .model import CRD, Action, ObjectMeta
 from .options import DryRun
+from .workers import read_ahead
 
 
 @dataclass
@@ -41,7 +42,7 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
     query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
     state.listed = True
     try:
-        for page in freer.cluster.list_meta(state.crd.resource, query):
+        for page in read_ahead(freer.cluster.list_meta(state.crd.resource, query)):
             for meta in page:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):

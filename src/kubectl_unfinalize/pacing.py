@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-START = 8
+START = 16
 RISE = 10.0
 OVERLOAD = 1.0
 CUT = 0.5

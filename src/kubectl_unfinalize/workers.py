@@ -11,7 +11,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TypeVar, cast
 
 Job = Callable[[], object]
 
@@ -59,3 +60,31 @@ class Workers:
             with self._changed:
                 self._inflight -= 1
                 self._changed.notify_all()
+
+
+T = TypeVar("T")
+
+
+def read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """The same items, with the next one fetched on a thread while the caller works on
+    this one: a list's next page arrives while this page's jobs are queued, instead of
+    after (on a far cluster each page is a round trip or more)."""
+    ahead: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
+
+    def fetch() -> None:
+        try:
+            for item in items:
+                ahead.put((True, item))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            ahead.put((False, exc))
+            return
+        ahead.put((False, None))
+
+    threading.Thread(target=fetch, name="unfinalize-read-ahead", daemon=True).start()
+    while True:
+        ok, value = ahead.get()
+        if not ok:
+            if isinstance(value, BaseException):
+                raise value
+            return
+        yield cast(T, value)
