@@ -49,14 +49,21 @@ def final_check(
     objects: list[ObjectRef],
     live: set[str],
     lists: Sequence[tuple[Resource, str]] = (),
+    first_freed: float | None = None,
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
     being deleted. `live` holds the uids of the freed objects that had no
     deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
-    `lists` are (type, namespace) pairs listed again too: a namespace's contents."""
+    `lists` are (type, namespace) pairs listed again too: a namespace's contents.
+
+    The wait counts from `first_freed`, when the first of them was freed: a controller
+    that is running puts finalizers back on every object it sees freed, so once the
+    earliest one had `settle` seconds, reading them all again shows it; a long run
+    therefore re-reads at once, and only a short one waits for the rest of `settle`."""
     if not live:
         return
-    time.sleep(options.settle)
+    waited = 0.0 if first_freed is None else time.monotonic() - first_freed
+    time.sleep(max(0.0, options.settle - waited))
     query = _query(options)
     found = [m for crd in crds for page in cluster.list_meta(crd.resource, query) for m in page]
     found += [m for ref in objects if (m := cluster.get_meta(ref)) is not None]

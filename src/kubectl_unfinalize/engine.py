@@ -185,6 +185,7 @@ class Engine:
                 [o.ref for o in pending.objects],
                 self.freer.live,
                 sorted(self.namespaces.live_lists, key=lambda item: (item[1], item[0].qualified)),
+                self.freer.first_live,
             )
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"

@@ -4,6 +4,7 @@ containment that turns any failure into that object's outcome."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from . import diagnose
@@ -27,6 +28,7 @@ class Freer:
         self.deadline = deadline
         self.seen: set[str] = set()  # uids listed or read: the report's "scanned"
         self.live: set[str] = set()  # uids freed while not terminating: may come back
+        self.first_live: float | None = None  # when the first of them was freed
         self.lock = threading.Lock()
 
     def wanted(self, meta: ObjectMeta) -> bool:
@@ -71,6 +73,8 @@ class Freer:
 
     def freed(self, meta: ObjectMeta, removed: list[str], message: str = "") -> bool:
         if not meta.terminating and not self.options.delete:
+            if self.first_live is None:
+                self.first_live = time.monotonic()
             self.live.add(meta.uid)
         self.book.of(meta, Action.UNFINALIZED, removed, message)
         return True

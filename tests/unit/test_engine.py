@@ -312,3 +312,24 @@ def test_an_interrupt_ends_the_run_like_its_deadline_and_reports_it():
     assert report.interrupted and not report.timed_out and not report.ok
     assert 0 < report.count(Action.UNFINALIZED) < 50
     assert not [o for o in report.outcomes if o.action == Action.BLOCKING]  # no diagnosis after Ctrl-C
+
+
+def test_the_final_wait_counts_from_the_first_freed_object():
+    """A long run gave its first objects `settle` already: re-read at once, and a live
+    controller still shows on them."""
+    cluster = FakeCluster()
+    for i in range(20):
+        cluster.add(f"o{i:02}", ["x"])
+
+    def slow_writer_and_a_controller(verb, ref):
+        if verb == "patch":
+            time.sleep(0.02)
+        if verb == "list" and cluster.stored("o00") is not None and not cluster.stored("o00").finalizers:
+            cluster.stored("o00").finalizers = ["x"]  # put back between the pass and the re-read
+
+    cluster.hooks.append(slow_writer_and_a_controller)
+    started = time.monotonic()
+    report = run(cluster, concurrency=1, settle=0.3)
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.4 + 0.3 * 0.5, f"{elapsed:.2f}s: the run lasted past settle, no extra wait expected"
+    assert ("o00", "refinalized") in actions(report)
