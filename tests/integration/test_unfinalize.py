@@ -262,3 +262,19 @@ def test_dead_conversion_webhook_is_diagnosed(api_client, make_crd, namespace, c
         restore = [{"op": "replace", "path": "/spec/conversion", "value": {"strategy": "None"}}]
         kubectl("patch", "crd", crd["name"], "--type=json", "-p", json.dumps(restore))
     assert snapshot(api_client, crd)[(namespace, "stored-as-v1")][1] == (HOLD,)
+
+
+def test_delete_order_on_the_audit_trail(api_client, make_crd, namespace, cli, audit):
+    """Each finalized object gets its deletionTimestamp (our DELETE) before its finalizers
+    go (our PATCH), and the CRD is deleted after the last of them."""
+    crd = make_crd(kind="Ordered")
+    for i in range(5):
+        create(api_client, crd, f"o{i}", namespace, finalizers=[HOLD])
+    audit.mark()
+    result = cli("crd", crd["name"], "--delete", "--timeout", "60s")
+    assert result.returncode == 0, result.stderr
+    writes = [e for e in audit.writes() if e["verb"] in ("delete", "patch")]
+    when = {(e["verb"], e["objectRef"].get("name")): e["stageTimestamp"] for e in writes}
+    for i in range(5):
+        assert when[("delete", f"o{i}")] <= when[("patch", f"o{i}")], writes
+    assert max(when[("patch", f"o{i}")] for i in range(5)) <= when[("delete", crd["name"])]
