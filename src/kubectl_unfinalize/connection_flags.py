@@ -28,6 +28,11 @@ def duration(value: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_bool_flag(group: argparse._ArgumentGroup, flag: str, default: bool, help: str) -> None:
+    """kubectl's boolean flags: --flag, --flag=true or --flag=false."""
+    group.add_argument(flag, type=parse_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help)
+
+
 def add_connection_flags(con: argparse._ArgumentGroup) -> None:
     con.add_argument("--kubeconfig", help="kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)")
     con.add_argument("--context", help="kubeconfig context to use")
@@ -38,15 +43,7 @@ def add_connection_flags(con: argparse._ArgumentGroup) -> None:
     con.add_argument("--certificate-authority", metavar="PATH", help="CA certificate file")
     con.add_argument("--client-certificate", metavar="PATH", help="client certificate file")
     con.add_argument("--client-key", metavar="PATH", help="client key file")
-    con.add_argument(
-        "--insecure-skip-tls-verify",
-        type=parse_bool,
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="BOOL",
-        help="do not verify the server's certificate",
-    )
+    add_bool_flag(con, "--insecure-skip-tls-verify", False, "do not verify the server's certificate")
     con.add_argument("--tls-server-name", help="server name for certificate validation (SNI)")
     con.add_argument("--as", dest="as_user", metavar="USER", help="impersonate this user")
     con.add_argument(

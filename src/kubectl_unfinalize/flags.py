@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .connection_flags import add_connection_flags, duration, parse_bool
+from .connection_flags import add_bool_flag, add_connection_flags, duration
 from .options import Options, Selection
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
@@ -130,14 +130,8 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         metavar="DURATION",
         help="bound the whole run, retries included, e.g. 90s, 2m (default 5m)",
     )
-    act.add_argument(
-        "--wait",
-        type=parse_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        metavar="BOOL",
-        help="with --delete, wait until everything is gone (--wait=false returns after one pass)",
+    add_bool_flag(
+        act, "--wait", True, "with --delete, wait until everything is gone (--wait=false returns after one pass)"
     )
     act.add_argument(
         "--dry-run",
