@@ -230,6 +230,7 @@ class HttpCluster:
             body=body,
             content_type=MERGE_PATCH,
             accept=METADATA_OBJECT,
+            decode=False,
         )
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:

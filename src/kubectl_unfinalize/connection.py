@@ -61,7 +61,7 @@ def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
                 raise ConfigError(f"file not found: {exc.filename}") from exc
     token = f"Bearer {static.token}" if static.token else None
     endpoint = Endpoint(static.server, context, static.tls_server_name)
-    return _transport(options, endpoint, lambda: token, static.namespace, static.context)
+    return _transport(options, endpoint, token, static.namespace, static.context)
 
 
 def _private_file(directory: str, name: str, data: bytes | None) -> str:
@@ -74,7 +74,7 @@ def _private_file(directory: str, name: str, data: bytes | None) -> str:
 def _transport(
     options: ConnectionOptions,
     endpoint: Endpoint,
-    auth: Callable[[], str | None],
+    auth: Callable[[], str | None] | str | None,
     namespace: str,
     context: str,
 ) -> Transport:

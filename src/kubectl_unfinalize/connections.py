@@ -1,28 +1,23 @@
-"""Keep-alive HTTPS connections to the API server, one per worker thread, on http.client.
+"""Keep-alive HTTPS connections to the API server, one per worker thread.
 
-urllib3's pool costs about 0.6 ms of CPU per request over http.client's own, more than
+urllib3's pool costs about 0.6 ms of CPU per request over a bare connection, more than
 the request itself; a bulk run makes thousands of small requests from a fixed set of
-threads, so each thread keeping its own connection is all the pooling it needs.
+threads, so each thread keeping its own connection is all the pooling it needs. The
+HTTP itself is wire.py's.
 """
 
 from __future__ import annotations
 
-import http.client
 import socket
 import ssl
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from email.message import Message
 from urllib.parse import urlsplit
 
+from .wire import ProtocolError, Response, Wire, request_head
 
-@dataclass(frozen=True)
-class Response:
-    status: int
-    reason: str
-    headers: Message
-    data: bytes
+__all__ = ["Connections", "Endpoint", "NotSent", "ProtocolError", "Response", "reason"]
 
 
 class NotSent(OSError):
@@ -38,42 +33,42 @@ class Endpoint:
     server_hostname: str | None = None  # --tls-server-name: the name the certificate must carry
     proxy: str | None = None  # http://host:port, tunnelled with CONNECT
 
-    def new(self, timeout: float) -> http.client.HTTPConnection:
+    @property
+    def host_header(self) -> str:
         target = urlsplit(self.url)
-        host, port = target.hostname or "", target.port
+        host = target.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        return f"{host}:{target.port}" if target.port else host
+
+    def open(self, timeout: float) -> Wire:
+        """TCP, then the proxy's tunnel, then TLS. Raises NotSent."""
+        target = urlsplit(self.url)
+        host = target.hostname or ""
+        port = target.port or (80 if target.scheme == "http" else 443)
         via = urlsplit(self.proxy) if self.proxy else None
-        connect_host, connect_port = (via.hostname or "", via.port) if via else (host, port)
-        if target.scheme == "http":
-            conn = http.client.HTTPConnection(connect_host, connect_port, timeout=timeout)
-        else:
-            conn = _TLSConnection(
-                connect_host, connect_port, timeout=timeout, context=self.context, server_hostname=self.server_hostname
-            )
-        if via:
-            conn.set_tunnel(host, port)
-        return conn
+        address = (via.hostname or "", via.port or 80) if via else (host, port)
+        try:
+            sock = socket.create_connection(address, timeout)
+        except OSError as exc:
+            raise NotSent(str(exc)) from exc
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if via:
+                _tunnel(sock, self.host_header)
+            if target.scheme != "http":
+                context = self.context or ssl.create_default_context()
+                sock = context.wrap_socket(sock, server_hostname=self.server_hostname or host)
+        except OSError as exc:
+            sock.close()
+            raise NotSent(str(exc)) from exc
+        return Wire(sock)
 
 
-class _TLSConnection(http.client.HTTPSConnection):
-    """HTTPSConnection that can verify the certificate against another name (SNI too)."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int | None,
-        *,
-        timeout: float,
-        context: ssl.SSLContext | None,
-        server_hostname: str | None,
-    ) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._server_hostname = server_hostname
-
-    def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)
-        tunnel: str | None = getattr(self, "_tunnel_host", None)
-        name = self._server_hostname or tunnel or self.host
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=name)  # type: ignore[attr-defined]
+def _tunnel(sock: socket.socket, authority: str) -> None:
+    head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode("latin-1")
+    answer = Wire(sock).exchange(head, None, expect_body=False)
+    if answer.status != 200:
+        raise ProtocolError(f"the proxy refused the tunnel: {answer.status} {answer.reason}".strip())
 
 
 class Connections:
@@ -81,57 +76,45 @@ class Connections:
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
+        self._host = endpoint.host_header
         self._local = threading.local()
-        self._all: list[http.client.HTTPConnection] = []
+        self._all: set[Wire] = set()
         self._lock = threading.Lock()
 
     def send(
         self, method: str, target: str, body: bytes | None, headers: Iterable[tuple[str, str]], timeout: float
     ) -> Response:
         """One request and its whole response. Raises NotSent when no connection could be
-        opened, other OSError or HTTPException when it failed after being sent."""
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self.endpoint.new(timeout)
+        opened, another OSError when it failed after being sent, ValueError when a header
+        value cannot be sent."""
+        head = request_head(method, target, self._host, list(headers), None if body is None else len(body))
+        wire: Wire | None = getattr(self._local, "wire", None)
+        if wire is None:
+            wire = self.endpoint.open(timeout)
             with self._lock:
-                self._all.append(conn)
-            self._local.conn = conn
-        conn.timeout = timeout
+                self._all.add(wire)
+            self._local.wire = wire
         try:
-            if conn.sock is None:
-                try:
-                    conn.connect()
-                except (OSError, http.client.HTTPException) as exc:
-                    raise NotSent(str(exc)) from exc
-            else:
-                conn.sock.settimeout(timeout)
-            conn.putrequest(method, target, skip_accept_encoding=True)
-            for name, value in headers:  # a repeated header (Impersonate-Group) stays separate lines
-                conn.putheader(name, value)
-            if body is not None:
-                conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders(body)
-            answer = conn.getresponse()
-            data = answer.read()
+            wire.sock.settimeout(timeout)
+            answer = wire.exchange(head, body)
         except BaseException:
-            self._drop(conn)
+            self._drop(wire)
             raise
         if answer.will_close:
-            self._drop(conn)
-        return Response(answer.status, answer.reason, answer.headers, data)
+            self._drop(wire)
+        return answer
 
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
-        conn.close()
-        self._local.conn = None
+    def _drop(self, wire: Wire) -> None:
+        wire.close()
+        self._local.wire = None
         with self._lock:
-            if conn in self._all:
-                self._all.remove(conn)
+            self._all.discard(wire)
 
     def close(self) -> None:
         with self._lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            conn.close()
+            wires, self._all = self._all, set()
+        for wire in wires:
+            wire.close()
 
 
 def reason(exc: BaseException) -> str:

@@ -7,7 +7,7 @@ first few examples, so a diagnosis of a huge CRD costs no more memory than a pag
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .cluster import Cluster, ListQuery, crd_ref
 from .errors import ApiError, Forbidden, Invalid, UnfinalizeError
@@ -64,17 +64,26 @@ def final_check(
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
     time.sleep(max(0.0, options.settle - waited))
-    query = _query(options)
-    found = [m for crd in crds for page in cluster.list_meta(crd.resource, query) for m in page]
-    found += [m for ref in objects if (m := cluster.get_meta(ref)) is not None]
+    for page in _pages_again(cluster, _query(options), crds, objects, lists):  # a page at a time: flat memory
+        for meta in page:
+            back = options.removable(list(meta.finalizers)) if meta.uid in live else None
+            if back:
+                culprit = f"; likely re-added by {', '.join(meta.managers)}" if meta.managers else ""
+                book.of(
+                    meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?"
+                )
+
+
+def _pages_again(
+    cluster: Cluster, query: ListQuery, crds: list[CRD], objects: list[ObjectRef], lists: Sequence[tuple[Resource, str]]
+) -> Iterator[list[ObjectMeta]]:
+    for crd in crds:
+        yield from cluster.list_meta(crd.resource, query)
     for resource, namespace in lists:
-        in_namespace = ListQuery(namespace, query.label_selector, query.field_selector, query.limit)
-        found += [m for page in cluster.list_meta(resource, in_namespace) for m in page]
-    for meta in found:
-        back = options.removable(list(meta.finalizers))
-        if meta.uid in live and back:
-            culprit = f"; likely re-added by {', '.join(meta.managers)}" if meta.managers else ""
-            book.of(meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?")
+        yield from cluster.list_meta(
+            resource, ListQuery(namespace, query.label_selector, query.field_selector, query.limit)
+        )
+    yield [m for ref in objects if (m := cluster.get_meta(ref)) is not None]
 
 
 def blocking(

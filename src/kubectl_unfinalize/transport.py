@@ -7,7 +7,6 @@ goes through `Transport.request`, over connections.py's per-thread connections.
 
 from __future__ import annotations
 
-import http.client
 import json
 import random
 import threading
@@ -21,7 +20,7 @@ from ._version import __version__
 from .connections import Connections, NotSent, Response
 from .connections import reason as failure
 from .deadline import NO_DEADLINE, Deadline
-from .errors import ApiError, Unreachable, api_error_class
+from .errors import ApiError, ConfigError, Unreachable, api_error_class
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -49,7 +48,7 @@ class Transport:
         self,
         host: str,
         connections: Connections,
-        auth: Callable[[], str | None],
+        auth: Callable[[], str | None] | str | None,
         impersonate: Iterable[tuple[str, str]] = (),
         request_timeout: float | None = None,
         namespace: str = "default",
@@ -60,7 +59,8 @@ class Transport:
         self.host = host.rstrip("/")
         self.connections = connections
         self._prefix = urlsplit(self.host).path.rstrip("/")  # a server URL may carry a path
-        self._auth = auth
+        self._auth = auth if callable(auth) else None  # a plugin's token may change; a static one does not
+        self._token = None if callable(auth) else auth
         self._auth_lock = threading.Lock()  # an exec plugin must not run once per thread
         self._impersonate = list(impersonate)
         self.request_timeout = request_timeout
@@ -71,6 +71,10 @@ class Transport:
         self.sleep = time.sleep
         self.reached = False  # once the server has answered, an outage is waited out until the deadline
         self.pushbacks = 0  # 429 answers so far: the engine's pacing slows down on them
+        self._static = [("User-Agent", f"kubectl-unfinalize/{__version__}")]
+        if self._token:
+            self._static.append(("Authorization", self._token))
+        self._static += self._impersonate  # Impersonate-Group may repeat: one header line each
 
     def close(self) -> None:
         self.connections.close()
@@ -82,15 +86,19 @@ class Transport:
         self.close()
 
     def _headers(self, accept: str, content_type: str | None) -> list[tuple[str, str]]:
-        headers = [("Accept", accept), ("User-Agent", f"kubectl-unfinalize/{__version__}")]
+        headers = [("Accept", accept), *self._static]
         if content_type:
             headers.append(("Content-Type", content_type))
-        with self._auth_lock:
-            token = self._auth()
-        if token:
+        if self._auth is not None and (token := self.authorization()):
             headers.append(("Authorization", token))
-        headers.extend(self._impersonate)  # Impersonate-Group may repeat: one header line each
         return headers
+
+    def authorization(self) -> str | None:
+        """The Authorization header's value now (an exec plugin's token is refreshed)."""
+        if self._auth is None:
+            return self._token
+        with self._auth_lock:
+            return self._auth()
 
     def _timeout(self, deadline: Deadline) -> float:
         return max(deadline.cap(self.request_timeout or READ_TIMEOUT), 0.001)
@@ -105,9 +113,11 @@ class Transport:
         content_type: str | None = None,
         accept: str = JSON,
         deadline: Deadline = NO_DEADLINE,
+        decode: bool = True,
     ) -> Any:
         """Send one request, retrying what is safe to retry until `deadline`; return the
-        decoded JSON body. Raises a typed ApiError or Unreachable."""
+        decoded JSON body (None with decode=False: a bulk write's answer is not read).
+        Raises a typed ApiError or Unreachable."""
         target = self._prefix + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
         if params:
@@ -127,7 +137,9 @@ class Transport:
                 response = self.connections.send(
                     method, target, payload, self._headers(accept, content_type), self._timeout(deadline)
                 )
-            except (OSError, http.client.HTTPException) as exc:
+            except ValueError as exc:  # a header value that cannot be sent: the configuration's fault
+                raise ConfigError(str(exc)) from None
+            except OSError as exc:
                 self._trace(method, url, f"error {failure(exc)}", started, attempt, None)
                 ambiguous = ambiguous or not isinstance(exc, NotSent)
                 delay = _backoff(attempt)
@@ -140,7 +152,7 @@ class Transport:
             self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
             if 200 <= status < 300:
                 data = response.data
-                return json.loads(data) if data else None
+                return json.loads(data) if data and decode else None
             error = _api_error(method, path, response, ambiguous)
             if status == 429:
                 self.pushbacks += 1
@@ -194,7 +206,7 @@ def _api_error(method: str, path: str, response: Response, ambiguous: bool) -> A
     else:
         message = (response.data or b"").decode(errors="replace").strip()[:300]
     retry_after = None
-    header = response.headers.get("Retry-After")
+    header = response.headers.get("retry-after")
     if header:
         try:
             retry_after = float(header)

@@ -3,7 +3,8 @@ jobs in flight as the pacing allows.
 
 A Future per object and concurrent.futures.wait() (which locks every future in flight
 on each call) cost more client CPU than the requests themselves; a queue, a counter and
-one condition are all the engine needs.
+one condition are all the engine needs. The submitter is woken when a quarter of the
+limit has finished, not after every job: one wake-up refills several slots.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class Workers:
             self._on_done(time.monotonic() - started)
             with self._changed:
                 self._inflight -= 1
-                self._changed.notify_all()
+                if self._inflight <= self._limit() * 3 // 4:
+                    self._changed.notify_all()
 
 
 T = TypeVar("T")

@@ -25,15 +25,15 @@ def test_multi_path_kubeconfig_takes_current_context_from_the_first_file(tmp_pat
     monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
     t = connect(ConnectionOptions())
     assert (t.host, t.namespace, t.context) == ("https://a.example:6443", "team-a", "first")
-    assert t._auth() == "Bearer ta"
+    assert t.authorization() == "Bearer ta"
     t = connect(ConnectionOptions(context="second"))
-    assert t.host == "https://b.example:6443" and t._auth() == "Bearer tb"
+    assert t.host == "https://b.example:6443" and t.authorization() == "Bearer tb"
 
 
 def test_flags_override_the_kubeconfig(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", kubeconfig(tmp_path / "a", "https://a.example:6443"))
     t = connect(ConnectionOptions(server="https://other:1", token="flag-token", as_user="me", as_groups=["g1", "g2"]))
-    assert t.host == "https://other:1" and t._auth() == "Bearer flag-token"
+    assert t.host == "https://other:1" and t.authorization() == "Bearer flag-token"
     assert t._impersonate == [("Impersonate-User", "me"), ("Impersonate-Group", "g1"), ("Impersonate-Group", "g2")]
 
 
@@ -70,7 +70,7 @@ def test_in_cluster_config_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     t = connect(ConnectionOptions())
     assert (t.host, t.namespace, t.context) == ("https://10.0.0.1:443", "ci-jobs", "in-cluster")
-    assert t._auth().lower() == "bearer pod-token"  # the auth scheme is case-insensitive
+    assert t.authorization().lower() == "bearer pod-token"  # the auth scheme is case-insensitive
 
 
 def test_malformed_kubeconfig_is_one_line_with_file_and_line(tmp_path):
@@ -112,7 +112,7 @@ def test_user_is_honoured_with_server_when_the_context_names_no_cluster(tmp_path
         "contexts": [{"name": "bare", "context": {}}], "current-context": "bare",
     }))  # fmt: skip
     t = connect(ConnectionOptions(kubeconfig=str(path), server="https://s.example:6443", user="admin"))
-    assert t.host == "https://s.example:6443" and t._auth() == "Bearer admin-token"
+    assert t.host == "https://s.example:6443" and t.authorization() == "Bearer admin-token"
 
 
 def test_user_without_any_kubeconfig_is_refused_not_ignored(tmp_path, monkeypatch):
@@ -138,7 +138,7 @@ def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(t
     code = (
         "import sys; from kubectl_unfinalize.connection import connect;"
         "from kubectl_unfinalize.options import ConnectionOptions;"
-        f"t = connect(ConnectionOptions(kubeconfig={path!r})); assert t._auth() == 'Bearer t0', t._auth();"
+        f"t = connect(ConnectionOptions(kubeconfig={path!r})); assert t.authorization() == 'Bearer t0', t.authorization();"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'pydantic', 'requests')))"
     )
     src = str(Path(__file__).resolve().parents[2] / "src")

@@ -1,7 +1,6 @@
 """Retry rules of the transport, against a scripted connection pool (pure logic)."""
 
 import json
-from email.message import Message
 
 import pytest
 
@@ -27,10 +26,8 @@ class ScriptedPool:
         if isinstance(answer, Exception):
             raise answer
         status, fields, payload = answer
-        message = Message()
-        for key, value in fields.items():
-            message[key] = value
-        return Response(status, "", message, json.dumps(payload).encode())
+        headers = {key.lower(): value for key, value in fields.items()}
+        return Response(status, "", headers, json.dumps(payload).encode())
 
     def close(self):
         pass

@@ -1,0 +1,108 @@
+"""HTTP/1.1 framing of wire.py, over a socket pair: every way the API server (or a proxy
+in between) may frame an answer, read in pieces as TCP may deliver it."""
+
+import socket
+import threading
+
+import pytest
+
+from kubectl_unfinalize.wire import ProtocolError, Wire, request_head
+
+HEAD = request_head("GET", "/version", "cluster:6443", [("Accept", "application/json")], None)
+
+
+def exchange(answer: bytes, piece: int = 0, body: bytes | None = None) -> tuple[object, bytes]:
+    """Serve `answer` (in pieces of `piece` bytes when set) to one request; return the
+    parsed response and the bytes the server received."""
+    client, server = socket.socketpair()
+    received = bytearray()
+
+    def serve():
+        while b"\r\n\r\n" not in received:
+            received.extend(server.recv(65536))
+        if body:
+            while not received.endswith(body):
+                received.extend(server.recv(65536))
+        step = piece or max(len(answer), 1)
+        for i in range(0, len(answer), step):
+            server.sendall(answer[i : i + step])
+        server.shutdown(socket.SHUT_WR)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    client.settimeout(5)
+    try:
+        response = Wire(client).exchange(HEAD, body)
+    finally:
+        thread.join()
+        client.close()
+        server.close()
+    return response, bytes(received)
+
+
+@pytest.mark.parametrize("piece", [0, 1, 7])
+def test_content_length_body_in_any_pieces(piece):
+    response, sent = exchange(b'HTTP/1.1 200 OK\r\nContent-Length: 11\r\nRetry-After: 3\r\n\r\n{"a": true}', piece)
+    assert (response.status, response.reason, response.data) == (200, "OK", b'{"a": true}')
+    assert response.headers["retry-after"] == "3" and not response.will_close
+    assert sent == HEAD
+
+
+@pytest.mark.parametrize("piece", [0, 1, 5])
+def test_chunked_body_with_extensions_and_trailers(piece):
+    answer = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b'4;x=y\r\n{"a"\r\nA\r\n: [1, 2]}\n\r\n0\r\nX-Trailer: 1\r\n\r\n'
+    )
+    response, _ = exchange(answer, piece)
+    assert response.data == b'{"a": [1, 2]}\n'
+
+
+def test_interim_answers_are_skipped():
+    response, _ = exchange(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}")
+    assert (response.status, response.data) == (201, b"{}")
+
+
+def test_close_and_http10_mark_the_connection_done():
+    assert exchange(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")[0].will_close
+    assert exchange(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")[0].will_close
+    response, _ = exchange(b"HTTP/1.1 200 OK\r\n\r\nuntil the end")
+    assert response.will_close and response.data == b"until the end"
+
+
+def test_the_body_is_sent_after_the_head_with_its_length():
+    head = request_head("PATCH", "/x", "h", [("Content-Type", "application/merge-patch+json")], 2)
+    assert head.endswith(b"Content-Length: 2\r\n\r\n")
+    _, sent = exchange(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", body=b"{}")
+    assert sent == HEAD + b"{}"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
+def test_what_is_not_http_is_a_protocol_error(answer):
+    with pytest.raises(ProtocolError):
+        exchange(answer)
+
+
+def test_a_connection_closed_before_the_whole_answer_is_a_reset():
+    with pytest.raises(ConnectionResetError):
+        exchange(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+    with pytest.raises(ConnectionResetError):
+        exchange(b"")
+
+
+def test_a_header_value_with_a_line_break_is_refused_before_sending():
+    with pytest.raises(ValueError, match="Authorization"):
+        request_head("GET", "/", "h", [("Authorization", "Bearer a\r\nX-Injected: 1")], None)
+    assert (
+        request_head("GET", "/", "h", [("Impersonate-Group", "a"), ("Impersonate-Group", "b")], None).count(
+            b"Impersonate-Group"
+        )
+        == 2
+    )
