@@ -7,7 +7,9 @@ first few examples, so a diagnosis of a huge CRD costs no more memory than a pag
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from .cluster import Cluster, ListQuery, crd_ref
 from .errors import ApiError, Forbidden, Invalid, UnfinalizeError
@@ -16,6 +18,7 @@ from .options import Options
 from .outcomes import OutcomeBook
 
 EXAMPLES = 5
+LISTS_AT_ONCE = 8  # each holds a page: memory stays a few pages, whatever the number of namespaces
 CONDITIONS = ("Terminating", "NamesAccepted", "Established")
 
 
@@ -45,16 +48,17 @@ def final_check(
     cluster: Cluster,
     options: Options,
     book: OutcomeBook,
-    crds: list[CRD],
+    lists: Sequence[tuple[Resource, str | None]],
     objects: list[ObjectRef],
     live: set[str],
-    lists: Sequence[tuple[Resource, str]] = (),
     first_freed: float | None = None,
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
     being deleted. `live` holds the uids of the freed objects that had no
     deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
-    `lists` are (type, namespace) pairs listed again too: a namespace's contents.
+    `lists` are the (type, namespace) pairs where they were (None: every namespace),
+    read again a few at a time: on a far cluster each list page is a round trip, and
+    pages of one list can only be read one after the other.
 
     The wait counts from `first_freed`, when the first of them was freed: a controller
     that is running puts finalizers back on every object it sees freed, so once the
@@ -64,26 +68,26 @@ def final_check(
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
     time.sleep(max(0.0, options.settle - waited))
-    for page in _pages_again(cluster, _query(options), crds, objects, lists):  # a page at a time: flat memory
+    query = _query(options)
+
+    def check(page: Iterable[ObjectMeta | None]) -> None:
         for meta in page:
-            back = options.removable(list(meta.finalizers)) if meta.uid in live else None
-            if back:
+            back = options.removable(list(meta.finalizers)) if meta is not None and meta.uid in live else None
+            if meta is not None and back:
                 culprit = f"; likely re-added by {', '.join(meta.managers)}" if meta.managers else ""
                 book.of(
                     meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?"
                 )
 
+    def list_again(place: tuple[Resource, str | None]) -> None:
+        resource, namespace = place
+        for page in cluster.list_meta(resource, replace(query, namespace=namespace)):  # a page at a time
+            check(page)
 
-def _pages_again(
-    cluster: Cluster, query: ListQuery, crds: list[CRD], objects: list[ObjectRef], lists: Sequence[tuple[Resource, str]]
-) -> Iterator[list[ObjectMeta]]:
-    for crd in crds:
-        yield from cluster.list_meta(crd.resource, query)
-    for resource, namespace in lists:
-        yield from cluster.list_meta(
-            resource, ListQuery(namespace, query.label_selector, query.field_selector, query.limit)
-        )
-    yield [m for ref in objects if (m := cluster.get_meta(ref)) is not None]
+    with ThreadPoolExecutor(max_workers=LISTS_AT_ONCE, thread_name_prefix="unfinalize-check") as pool:
+        for _ in pool.map(list_again, lists):
+            pass
+        check(pool.map(cluster.get_meta, objects))
 
 
 def blocking(

@@ -28,7 +28,7 @@ from .crds import CrdState
 from .deadline import Deadline
 from .errors import UnfinalizeError
 from .freeing import Freer
-from .model import Action, Progress, Report, Targets
+from .model import Action, Progress, Report, Resource, Targets
 from .namespace_sweep import NamespaceState, NamespaceSweep
 from .objects import ObjectState
 from .options import DryRun, Options
@@ -38,6 +38,7 @@ from .workers import Workers
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.05
+SPLIT_LISTS = 64  # the final check lists a CRD per namespace when its freed objects were in this many or fewer
 
 ProgressListener = Callable[[Progress], None]
 
@@ -181,10 +182,9 @@ class Engine:
                 self.cluster,
                 self.options,
                 self.book,
-                [c.crd for c in pending.crds],
+                self._lists_again(pending),
                 [o.ref for o in pending.objects],
                 self.freer.live,
-                sorted(self.namespaces.live_lists, key=lambda item: (item[1], item[0].qualified)),
                 self.freer.first_live,
             )
         except UnfinalizeError as exc:
@@ -192,6 +192,21 @@ class Engine:
         terminating = [n for n in pending.spaces if n.terminating]
         if terminating and self.namespaces.unavailable:  # the namespace controller cannot finish on its own
             self._diagnose(_Targets([], [], terminating), "not finished")
+
+    def _lists_again(self, pending: _Targets) -> list[tuple[Resource, str | None]]:
+        """Where the freed objects that may take finalizers back are: each CRD's namespaces
+        that had one (its whole list when there are many), and a namespace's types."""
+        places = self.freer.live_places
+        lists: list[tuple[Resource, str | None]] = []
+        for state in pending.crds:
+            resource = state.crd.resource
+            spaces = sorted({ns or "" for r, ns in places if r == resource})
+            if resource.namespaced and self.options.namespace is None and len(spaces) <= SPLIT_LISTS:
+                lists += [(resource, ns) for ns in spaces]
+            elif spaces:
+                lists.append((resource, self.options.namespace))
+        lists += sorted(self.namespaces.live_lists, key=lambda item: (item[1], item[0].qualified))
+        return lists
 
     def _diagnose(self, pending: _Targets, why: str) -> None:
         grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))

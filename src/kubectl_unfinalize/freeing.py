@@ -11,7 +11,7 @@ from . import diagnose
 from .cluster import Cluster
 from .deadline import Deadline
 from .errors import Conflict, NotFound, UnfinalizeError
-from .model import Action, ObjectKey, ObjectMeta, ObjectRef
+from .model import Action, ObjectKey, ObjectMeta, ObjectRef, Resource
 from .options import DryRun, Options
 from .outcomes import OutcomeBook
 
@@ -28,6 +28,7 @@ class Freer:
         self.deadline = deadline
         self.seen: set[str] = set()  # uids listed or read: the report's "scanned"
         self.live: set[str] = set()  # uids freed while not terminating: may come back
+        self.live_places: set[tuple[Resource, str | None]] = set()  # (type, namespace) of each
         self.first_live: float | None = None  # when the first of them was freed
         self.lock = threading.Lock()
 
@@ -76,6 +77,7 @@ class Freer:
             if self.first_live is None:
                 self.first_live = time.monotonic()
             self.live.add(meta.uid)
+            self.live_places.add((meta.ref.resource, meta.ref.namespace))
         self.book.of(meta, Action.UNFINALIZED, removed, message)
         return True
 

@@ -107,7 +107,7 @@ class FakeCluster:
         return self
 
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
-        self._call("list", ObjectRef(resource, resource.plural))
+        self._call("list", ObjectRef(resource, resource.plural, query.namespace or None))
         refs = [
             r
             for r in self.objects

@@ -138,7 +138,8 @@ def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(t
     code = (
         "import sys; from kubectl_unfinalize.connection import connect;"
         "from kubectl_unfinalize.options import ConnectionOptions;"
-        f"t = connect(ConnectionOptions(kubeconfig={path!r})); assert t.authorization() == 'Bearer t0', t.authorization();"
+        f"t = connect(ConnectionOptions(kubeconfig={path!r})); token = t.authorization();"
+        "assert token == 'Bearer t0', token;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'pydantic', 'requests')))"
     )
     src = str(Path(__file__).resolve().parents[2] / "src")

@@ -333,3 +333,23 @@ def test_the_final_wait_counts_from_the_first_freed_object():
     elapsed = time.monotonic() - started
     assert elapsed < 0.4 + 0.3 * 0.5, f"{elapsed:.2f}s: the run lasted past settle, no extra wait expected"
     assert ("o00", "refinalized") in actions(report)
+
+
+def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects():
+    """Far away each list page is a round trip; per namespace, the lists run side by side."""
+    cluster = FakeCluster()
+    for i in range(6):
+        cluster.add(f"w{i}", ["x"], namespace=f"ns{i % 3}")
+    cluster.add("untouched", [], namespace="quiet")
+    listed = []
+
+    def controller(verb, ref):
+        if verb == "list":
+            listed.append(ref.namespace)
+            if ref.namespace == "ns2" and cluster.stored("w5") is not None and len(listed) > 1:
+                cluster.stored("w5").finalizers = ["x"]  # re-added between our passes
+
+    cluster.hooks.append(controller)
+    report = run(cluster, settle=0.01)
+    assert listed[0] is None and sorted(listed[1:]) == ["ns0", "ns1", "ns2"]
+    assert ("w5", "refinalized") in actions(report) and report.failures == 1
