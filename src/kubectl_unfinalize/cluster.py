@@ -16,6 +16,7 @@ from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
@@ -217,8 +218,9 @@ class HttpCluster:
         """keep=None removes every finalizer with a merge patch, which is idempotent. Keeping
         some is a conditional write (resourceVersion precondition): the caller re-reads on
         Conflict so another writer's new finalizer is never dropped."""
+        body: dict[str, Any] | bytes
         if keep is None:
-            body: dict[str, Any] = {"metadata": {"finalizers": None}}
+            body = REMOVE_ALL
         else:
             body = {"metadata": {"resourceVersion": meta.resource_version, "finalizers": list(keep) or None}}
         query = {"dryRun": "All"} if dry_run is DryRun.SERVER else None

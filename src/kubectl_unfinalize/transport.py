@@ -125,7 +125,7 @@ class Transport:
         url = self.host + target[len(self._prefix) :]
         payload = None
         if body is not None:
-            payload = json.dumps(body, separators=(",", ":")).encode()
+            payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
             content_type = content_type or JSON
         bounded = deadline.at is not None
         attempt = internal_errors = 0
@@ -149,7 +149,8 @@ class Transport:
                 continue
             self.reached = True
             status = response.status
-            self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
+            if self._log is not None:
+                self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
             if 200 <= status < 300:
                 data = response.data
                 return json.loads(data) if data and decode else None

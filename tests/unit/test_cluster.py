@@ -3,6 +3,8 @@ what a status means for it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kubectl_unfinalize.cluster import HttpCluster, ListQuery
@@ -82,7 +84,7 @@ def test_server_dry_run_puts_dry_run_in_the_delete_body_and_the_patch_query():
     cluster.delete(ref, DryRun.SERVER)
     cluster.patch_finalizers(ObjectMeta(ref, "u", "7", ("x",), False), None, DryRun.SERVER)
     assert t.requests[0][3]["dryRun"] == ["All"] and t.requests[0][2] == {"dryRun": "All"}
-    assert t.requests[1][2] == {"dryRun": "All"} and t.requests[1][3] == {"metadata": {"finalizers": None}}
+    assert t.requests[1][2] == {"dryRun": "All"} and json.loads(t.requests[1][3]) == {"metadata": {"finalizers": None}}
 
 
 @pytest.mark.parametrize(
