@@ -8,11 +8,11 @@ then still allow it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor
 from typing import Any
 
 from .cluster import Cluster
 from .errors import PermissionDenied
+from .mapper import Mapper
 from .model import CRD_RESOURCE, NAMESPACE_RESOURCE, Resource, Targets
 from .options import Options
 
@@ -44,7 +44,7 @@ def plan_checks(targets: Targets, options: Options) -> list[Check]:
     return list(dict.fromkeys(checks))
 
 
-def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Executor) -> None:
+def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Mapper) -> None:
     """Raise PermissionDenied naming the user, verb and resource of the first refusal."""
     checks = plan_checks(targets, options)
     broad = list(dict.fromkeys((verb, resource, ns, None) for verb, resource, ns, _ in checks))
@@ -62,7 +62,7 @@ def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Execut
         raise PermissionDenied(f"forbidden: {who}cannot {verb} {target} {where} (RBAC); nothing was changed")
 
 
-def _denied(cluster: Cluster, checks: Iterable[Check], pool: Executor) -> list[Check]:
+def _denied(cluster: Cluster, checks: Iterable[Check], pool: Mapper) -> list[Check]:
     checks = list(checks)
     ask: Callable[[Check], bool] = lambda check: cluster.allowed(*check)  # noqa: E731
     return [check for check, ok in zip(checks, pool.map(ask, checks), strict=True) if not ok]

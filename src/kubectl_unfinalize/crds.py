@@ -8,7 +8,6 @@ Terminating over objects the run could not free."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import partial
 
@@ -16,6 +15,7 @@ from . import diagnose
 from .cluster import ListQuery, crd_ref
 from .errors import Forbidden, Invalid, UnfinalizeError
 from .freeing import Freer
+from .mapper import Mapper
 from .model import CRD, Action, ObjectMeta
 from .options import DryRun
 from .workers import read_ahead
@@ -71,7 +71,7 @@ def _delete_then_free(freer: Freer, meta: ObjectMeta) -> bool:
     return freer.free(meta)
 
 
-def delete(freer: Freer, pool: Executor, states: list[CrdState]) -> None:
+def delete(freer: Freer, pool: Mapper, states: list[CrdState]) -> None:
     def one(state: CrdState) -> bool:
         return freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
 

@@ -88,7 +88,7 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
         try:
-            preflight(self.cluster, targets, self.options, pool)
+            preflight(self.cluster, targets, self.options, self.workers)
             self._run(pool, pending, report)
         except KeyboardInterrupt:
             report.interrupted = True
@@ -113,7 +113,7 @@ class Engine:
                 report.timed_out = True
                 break
             if options.delete:
-                crd_sweep.delete(self.freer, pool, [c for c in pending.crds if c.ready])
+                crd_sweep.delete(self.freer, self.workers, [c for c in pending.crds if c.ready])
             if not waiting:
                 break
             pending = self._still_there(pending)
@@ -186,6 +186,7 @@ class Engine:
                 [o.ref for o in pending.objects],
                 self.freer.live,
                 self.freer.first_live,
+                self.workers,
             )
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"

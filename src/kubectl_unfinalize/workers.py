@@ -12,10 +12,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import TypeVar, cast
 
 Job = Callable[[], object]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Workers:
@@ -46,6 +49,27 @@ class Workers:
             error, self._error = self._error, None
             raise error
 
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """fn over items on these threads, whose connections are already open (a far
+        cluster charges two round trips for a new one); results in order, the first
+        exception raised. Waits for every job in flight: call it between passes."""
+        items = list(items)
+        results: list[R | None] = [None] * len(items)
+        errors: list[BaseException] = []
+
+        def one(index: int, item: T) -> None:
+            try:
+                results[index] = fn(item)
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                errors.append(exc)
+
+        for index, item in enumerate(items):
+            self.submit(partial(one, index, item))
+        self.drain()
+        if errors:
+            raise errors[0]
+        return cast(list[R], results)
+
     def close(self) -> None:
         for _ in self._threads:
             self._jobs.put(None)
@@ -62,9 +86,6 @@ class Workers:
                 self._inflight -= 1
                 if self._inflight <= self._limit() * 3 // 4:
                     self._changed.notify_all()
-
-
-T = TypeVar("T")
 
 
 def read_ahead(items: Iterator[T]) -> Iterator[T]:

@@ -1,0 +1,68 @@
+"""The engine's threads: bounded jobs in flight, and map() over the same threads."""
+
+import threading
+import time
+
+import pytest
+
+from kubectl_unfinalize.workers import Workers
+
+
+def workers(size=4, limit=4):
+    return Workers(size, lambda: limit, lambda latency: None)
+
+
+def test_map_keeps_the_order_and_runs_on_the_workers_threads():
+    pool = workers()
+    names = set()
+
+    def slow_square(x):
+        names.add(threading.current_thread().name)
+        time.sleep(0.01 * (5 - x))  # later items finish first
+        return x * x
+
+    try:
+        assert pool.map(slow_square, range(5)) == [0, 1, 4, 9, 16]
+        assert names and all(name.startswith("unfinalize-") for name in names)
+    finally:
+        pool.close()
+
+
+def test_map_raises_the_first_failure_after_every_job_finished():
+    pool = workers()
+    done = []
+
+    def fail_on_two(x):
+        if x == 2:
+            raise ValueError("two")
+        time.sleep(0.02)
+        done.append(x)
+
+    try:
+        with pytest.raises(ValueError, match="two"):
+            pool.map(fail_on_two, range(4))
+        assert sorted(done) == [0, 1, 3]
+    finally:
+        pool.close()
+
+
+def test_never_more_jobs_in_flight_than_the_limit():
+    pool = workers(size=8, limit=3)
+    lock = threading.Lock()
+    running, peak = [0], [0]
+
+    def job():
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+
+    try:
+        for _ in range(20):
+            pool.submit(job)
+        pool.drain()
+        assert peak[0] == 3
+    finally:
+        pool.close()
