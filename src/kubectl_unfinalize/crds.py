@@ -18,7 +18,7 @@ from .freeing import Freer
 from .mapper import Mapper
 from .model import CRD, Action, ObjectMeta
 from .options import DryRun
-from .workers import read_ahead
+from .workers import ReadAhead
 
 
 @dataclass
@@ -41,8 +41,14 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
     options = freer.options
     query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
     state.listed = True
+    pages = ReadAhead(freer.cluster.list_meta(state.crd.resource, query))
     try:
-        for page in read_ahead(freer.cluster.list_meta(state.crd.resource, query)):
+        freer.cleared()  # no outcome, and no write, before the RBAC preflight passed
+    except BaseException:
+        pages.close()
+        raise
+    try:
+        for page in pages:
             for meta in page:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
@@ -51,6 +57,8 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
         state.listed = False
         message = diagnose.list_failure(exc, state.crd.resource)
         freer.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
+    finally:
+        pages.close()
 
 
 def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta) -> None:

@@ -88,7 +88,9 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
         try:
-            preflight(self.cluster, targets, self.options, self.workers)
+            # The reviews are answered while the first list page is read; nothing is
+            # written, nor reported, before they passed (Freer.cleared).
+            self.freer.cleared = pool.submit(preflight, self.cluster, targets, self.options, self.workers).result
             self._run(pool, pending, report)
         except KeyboardInterrupt:
             report.interrupted = True
@@ -106,6 +108,7 @@ class Engine:
         options = self.options
         waiting = options.delete and options.wait and options.dry_run is DryRun.NONE
         if options.delete and pending.spaces:
+            self.freer.cleared()
             self.namespaces.delete(pool, pending.spaces)
         poll = FIRST_POLL
         while True:
@@ -150,6 +153,7 @@ class Engine:
             crd.counting = 0
         self.namespaces.begin_pass()
         for job in self._jobs(pool, pending):
+            self.freer.cleared()  # the CRD sweep waited for it already; the others have not
             if self.deadline.expired():
                 break
             self._total += 1
@@ -165,7 +169,8 @@ class Engine:
 
     def _jobs(self, pool: ThreadPoolExecutor, pending: _Targets) -> Iterator[Callable[[], object]]:
         for state in pending.crds:
-            yield from crd_sweep.jobs(self.freer, state)
+            yield from crd_sweep.jobs(self.freer, state)  # waits for the preflight once its list is under way
+        self.freer.cleared()
         for space in pending.spaces:
             yield from self.namespaces.jobs(pool, space)
         for obj in pending.objects:

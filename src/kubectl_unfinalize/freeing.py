@@ -31,6 +31,7 @@ class Freer:
         self.live_places: set[tuple[Resource, str | None]] = set()  # (type, namespace) of each
         self.first_live: float | None = None  # when the first of them was freed
         self.lock = threading.Lock()
+        self.cleared: Callable[[], object] = lambda: None  # waits for the RBAC preflight; raises its refusal
 
     def wanted(self, meta: ObjectMeta) -> bool:
         if self.options.only_terminating and not meta.terminating:

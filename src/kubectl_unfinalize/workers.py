@@ -88,26 +88,49 @@ class Workers:
                     self._changed.notify_all()
 
 
-def read_ahead(items: Iterator[T]) -> Iterator[T]:
-    """The same items, with the next one fetched on a thread while the caller works on
-    this one: a list's next page arrives while this page's jobs are queued, instead of
-    after (on a far cluster each page is a round trip or more)."""
-    ahead: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
+class ReadAhead(Iterator[T]):
+    """The same items, fetched on a thread from the moment this is made: a list's first
+    page is read while the RBAC preflight is answered, and each next page while this
+    page's jobs are queued (on a far cluster each page is a round trip or more).
+    close() stops the fetching after the item under way."""
 
-    def fetch() -> None:
+    def __init__(self, items: Iterator[T]) -> None:
+        self._items = items
+        self._ahead: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._done = False
+        threading.Thread(target=self._fetch, name="unfinalize-read-ahead", daemon=True).start()
+
+    def _fetch(self) -> None:
         try:
-            for item in items:
-                ahead.put((True, item))
+            for item in self._items:
+                if not self._put((True, item)):
+                    return
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-            ahead.put((False, exc))
+            self._put((False, exc))
             return
-        ahead.put((False, None))
+        self._put((False, None))
 
-    threading.Thread(target=fetch, name="unfinalize-read-ahead", daemon=True).start()
-    while True:
-        ok, value = ahead.get()
-        if not ok:
-            if isinstance(value, BaseException):
-                raise value
-            return
-        yield cast(T, value)
+    def _put(self, entry: tuple[bool, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._ahead.put(entry, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        ok, value = self._ahead.get()
+        if ok:
+            return cast(T, value)
+        self._done = True
+        if isinstance(value, BaseException):
+            raise value
+        raise StopIteration
+
+    def close(self) -> None:
+        self._stop.set()
+        self._done = True

@@ -353,3 +353,35 @@ def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects
     report = run(cluster, settle=0.01)
     assert listed[0] is None and sorted(listed[1:]) == ["ns0", "ns1", "ns2"]
     assert ("w5", "refinalized") in actions(report) and report.failures == 1
+
+
+def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing_reported_before():
+    """A far cluster would otherwise spend a round trip on each, one after the other."""
+    cluster = FakeCluster()
+    cluster.add("a", ["x"])
+    listing, reviews_done = threading.Event(), threading.Event()
+    slow_allowed = cluster.allowed
+
+    def allowed(*args):
+        assert listing.wait(5), "the list did not start while the review was under way"
+        reviews_done.set()
+        return slow_allowed(*args)
+
+    cluster.allowed = allowed
+    cluster.hooks.append(lambda verb, ref: listing.set() if verb == "list" else None)
+    assert actions(run(cluster)) == [("a", "unfinalized")]
+    assert reviews_done.is_set()
+
+    denied = FakeCluster()
+    denied.add("a", ["x"])
+    denied.denied.add(("list", "widgets"))
+
+    def refuse_lists(verb, ref):
+        if verb == "list":
+            raise Forbidden(403, "Forbidden", "no")
+
+    denied.hooks.append(refuse_lists)
+    seen = []
+    with pytest.raises(Exception, match="forbidden: user 'tester' cannot list"):
+        run(denied, outcomes=seen.append)
+    assert seen == [], "a refused list is the preflight's one line, not an outcome as well"

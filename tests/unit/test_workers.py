@@ -66,3 +66,27 @@ def test_never_more_jobs_in_flight_than_the_limit():
         assert peak[0] == 3
     finally:
         pool.close()
+
+
+def test_read_ahead_fetches_from_the_start_and_stops_when_closed():
+    from kubectl_unfinalize.workers import ReadAhead
+
+    fetched = []
+
+    def pages():
+        for i in range(1000):
+            fetched.append(i)
+            yield i
+
+    ahead = ReadAhead(pages())
+    deadline = time.monotonic() + 2
+    while not fetched and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fetched, "nothing was fetched before the first next()"
+    assert next(ahead) == 0
+    ahead.close()
+    time.sleep(0.7)
+    count = len(fetched)
+    time.sleep(0.7)
+    assert len(fetched) == count < 10
+    assert list(ahead) == []
