@@ -61,6 +61,8 @@ class Wire:
             data = self._exactly(length)
         else:
             data, will_close = self._until_eof(), True
+        if not self._buf:
+            self._buf = bytearray()  # a list page grew it to a megabyte: not kept per connection
         return Response(status, reason, headers, data, will_close)
 
     def _fill(self) -> None:
@@ -99,7 +101,7 @@ class Wire:
         buf = self._buf
         while len(buf) < length:
             self._fill()
-        data = bytes(buf[:length])
+        data = bytes(memoryview(buf)[:length])  # one copy, not a slice and then a copy of it
         del buf[:length]
         return data
 
