@@ -61,8 +61,6 @@ class Wire:
             data = self._exactly(length)
         else:
             data, will_close = self._until_eof(), True
-        if not self._buf:
-            self._buf = bytearray()  # a list page grew it to a megabyte: not kept per connection
         return Response(status, reason, headers, data, will_close)
 
     def _fill(self) -> None:
