@@ -39,7 +39,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -85,26 +84,42 @@ class Sample:
     stderr: str
 
 
+# Runs one command and reports its wall time and rusage. It is started fresh for each
+# command because Linux carries a process's peak RSS across exec: a command forked from
+# this script (hundreds of MB after creating 100,000 objects) would report this script's
+# size as its own peak. Forked from this small helper, it reports only its own.
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+seconds = time.perf_counter() - start
+with open(sys.argv[1], "w") as out:
+    json.dump([os.waitstatus_to_exitcode(status), seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss], out)
+"""
+
+
 def measure(argv: list[str], env: dict[str, str], timeout: float = RUN_TIMEOUT) -> Sample:
-    """Run argv to completion; wall time, CPU and peak RSS from os.wait4."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        killer = threading.Timer(timeout, proc.kill)
-        killer.start()
+    """Run argv to completion; wall time, CPU and peak RSS from os.wait4 in a small launcher."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        launcher = [sys.executable, "-c", _LAUNCHER, str(result), *argv]
+        proc = subprocess.Popen(
+            launcher, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            killer.cancel()
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+        rc, seconds, cpu, maxrss = json.loads(result.read_text()) if result.exists() else [-9, timeout, 0.0, 0]
         out.seek(0)
         err.seek(0)
         return Sample(
             seconds=seconds,
-            cpu=usage.ru_utime + usage.ru_stime,
-            rss_mib=usage.ru_maxrss / 1024,
-            rc=proc.returncode,
+            cpu=cpu,
+            rss_mib=maxrss / 1024,
+            rc=rc,
             stdout=out.read().decode(errors="replace"),
             stderr=err.read().decode(errors="replace"),
         )
