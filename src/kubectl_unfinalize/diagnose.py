@@ -74,8 +74,10 @@ def final_check(
 
     def check(page: Iterable[ObjectMeta | None]) -> None:
         for meta in page:
-            back = options.removable(list(meta.finalizers)) if meta is not None and meta.uid in live else None
-            if meta is not None and back:
+            if meta is None or meta.uid not in live:
+                continue
+            back = options.removable(list(meta.finalizers))
+            if back:
                 culprit = f"; likely re-added by {', '.join(meta.managers)}" if meta.managers else ""
                 book.of(
                     meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?"

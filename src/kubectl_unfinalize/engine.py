@@ -153,7 +153,6 @@ class Engine:
             crd.counting = 0
         self.namespaces.begin_pass()
         for job in self._jobs(pool, pending):
-            self.freer.cleared()  # the CRD sweep waited for it already; the others have not
             if self.deadline.expired():
                 break
             self._total += 1
