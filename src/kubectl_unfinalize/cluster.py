@@ -28,6 +28,7 @@ class ListQuery:
     label_selector: str | None = None
     field_selector: str | None = None
     limit: int = 500
+    finalized_only: bool = False  # objects without finalizers are skipped, not decoded into ObjectMeta
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class HttpCluster:
 
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         for page in self._pages(resource, query, METADATA_LIST):
+            if query.finalized_only:
+                page = [obj for obj in page if (obj.get("metadata") or {}).get("finalizers")]
             yield [ObjectMeta.from_dict(resource, obj) for obj in page]
 
     def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:

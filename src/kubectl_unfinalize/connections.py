@@ -11,13 +11,12 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .wire import ProtocolError, Response, Wire, request_head
+from .wire import ProtocolError, Response, Wire, header_lines, request_head
 
-__all__ = ["Connections", "Endpoint", "NotSent", "ProtocolError", "Response", "reason"]
+__all__ = ["Connections", "Endpoint", "NotSent", "ProtocolError", "Response", "header_lines", "reason"]
 
 
 class NotSent(OSError):
@@ -87,13 +86,11 @@ class Connections:
         self._all: set[Wire] = set()
         self._lock = threading.Lock()
 
-    def send(
-        self, method: str, target: str, body: bytes | None, headers: Iterable[tuple[str, str]], timeout: float
-    ) -> Response:
-        """One request and its whole response. Raises NotSent when no connection could be
-        opened, another OSError when it failed after being sent, ValueError when a header
-        value cannot be sent."""
-        head = request_head(method, target, self._host, list(headers), None if body is None else len(body))
+    def send(self, method: str, target: str, body: bytes | None, headers: bytes, timeout: float) -> Response:
+        """One request and its whole response; `headers` are wire.header_lines(). Raises
+        NotSent when no connection could be opened, another OSError when it failed after
+        being sent, ValueError when the target cannot be sent."""
+        head = request_head(method, target, self._host, headers, None if body is None else len(body))
         wire: Wire | None = getattr(self._local, "wire", None)
         fresh = wire is None
         if wire is None:
@@ -102,7 +99,7 @@ class Connections:
                 self._all.add(wire)
             self._local.wire = wire
         try:
-            wire.sock.settimeout(timeout)
+            wire.set_timeout(timeout)
             answer = wire.exchange(head, body)
         except BaseException:
             self._drop(wire)

@@ -70,7 +70,7 @@ def final_check(
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
     time.sleep(max(0.0, options.settle - waited))
-    query = _query(options)
+    query = replace(_query(options), finalized_only=True)  # what has none cannot have them back
 
     def check(page: Iterable[ObjectMeta | None]) -> None:
         for meta in page:

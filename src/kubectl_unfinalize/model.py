@@ -157,8 +157,10 @@ class Outcome:
     dry_run: DryRun = DryRun.NONE
 
     def __post_init__(self) -> None:
-        self.action = Action(self.action)
-        self.dry_run = DryRun.parse(self.dry_run)
+        if type(self.action) is not Action:  # a str from a caller of the API
+            self.action = Action(self.action)
+        if type(self.dry_run) is not DryRun:
+            self.dry_run = DryRun.parse(self.dry_run)
 
     @property
     def ref(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from ._version import __version__
-from .connections import Connections, NotSent, Response
+from .connections import Connections, NotSent, Response, header_lines
 from .connections import reason as failure
 from .deadline import NO_DEADLINE, Deadline
 from .errors import ApiError, ConfigError, Unreachable, api_error_class
@@ -75,6 +75,7 @@ class Transport:
         if self._token:
             self._static.append(("Authorization", self._token))
         self._static += self._impersonate  # Impersonate-Group may repeat: one header line each
+        self._blocks: dict[tuple[str, str | None], bytes] = {}  # the header lines of each kind of request
 
     def close(self) -> None:
         self.connections.close()
@@ -85,13 +86,16 @@ class Transport:
     def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
         self.close()
 
-    def _headers(self, accept: str, content_type: str | None) -> list[tuple[str, str]]:
-        headers = [("Accept", accept), *self._static]
-        if content_type:
-            headers.append(("Content-Type", content_type))
+    def _headers(self, accept: str, content_type: str | None) -> bytes:
+        block = self._blocks.get((accept, content_type))
+        if block is None:
+            fields = [("Accept", accept), *self._static]
+            if content_type:
+                fields.append(("Content-Type", content_type))
+            block = self._blocks[(accept, content_type)] = header_lines(fields)
         if self._auth is not None and (token := self.authorization()):
-            headers.append(("Authorization", token))
-        return headers
+            block += header_lines([("Authorization", token)])
+        return block
 
     def authorization(self) -> str | None:
         """The Authorization header's value now (an exec plugin's token is refreshed)."""
@@ -137,7 +141,7 @@ class Transport:
                 response = self.connections.send(
                     method, target, payload, self._headers(accept, content_type), self._timeout(deadline)
                 )
-            except ValueError as exc:  # a header value that cannot be sent: the configuration's fault
+            except ValueError as exc:  # a header value or name that cannot be sent
                 raise ConfigError(str(exc)) from None
             except OSError as exc:
                 self._trace(method, url, f"error {failure(exc)}", started, attempt, None)

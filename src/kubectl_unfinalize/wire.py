@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 MAX_HEAD = 1 << 20  # a response head larger than this is not an API server's
+READ_SIZE = 32768  # a TLS record is at most 16 KiB; a larger read buffer is allocated by mmap and freed each time
 _FIELD = re.compile(r"^([^:\r\n]+):[ \t]*(.*)$", re.MULTILINE)
 
 
@@ -36,6 +38,14 @@ class Wire:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._buf = bytearray()
+        self.timeout: float | None = None
+
+    def set_timeout(self, seconds: float) -> None:
+        """settimeout() is two system calls that each release the GIL: with dozens of
+        threads that is a switch each. The read timeout is the default 60 s almost always."""
+        if self.timeout is None or abs(self.timeout - seconds) > 0.05:
+            self.sock.settimeout(seconds)
+            self.timeout = seconds
 
     def close(self) -> None:
         self.sock.close()
@@ -64,7 +74,7 @@ class Wire:
         return Response(status, reason, headers, data, will_close)
 
     def _fill(self) -> None:
-        chunk = self.sock.recv(262144)
+        chunk = self.sock.recv(READ_SIZE)
         if not chunk:
             raise ConnectionResetError("the server closed the connection")
         self._buf += chunk
@@ -130,16 +140,23 @@ class Wire:
         return data
 
 
-def request_head(method: str, target: str, host: str, headers: list[tuple[str, str]], length: int | None) -> bytes:
-    """The request line and headers; a repeated header (Impersonate-Group) stays one line each.
-    Raises ValueError when a value would break the head (a token with a newline in it)."""
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-    lines += [f"{name}: {value}" for name, value in headers]
+def header_lines(headers: Iterable[tuple[str, str]]) -> bytes:
+    """Header lines, each ending with CRLF; a repeated header (Impersonate-Group) stays one
+    line each. Built once per kind of request, not per request. Raises ValueError when a
+    value would break the head (a token with a newline in it)."""
+    lines = []
+    for name, value in headers:
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"invalid value for the {name} header: it contains a line break")
+        lines.append(f"{name}: {value}\r\n")
+    return "".join(lines).encode("latin-1")
+
+
+def request_head(method: str, target: str, host: str, headers: bytes, length: int | None) -> bytes:
+    """The request line, Host, `headers` (from header_lines) and the body's length."""
+    if "\n" in target or "\r" in target:
+        raise ValueError("invalid request target: it contains a line break")
+    head = f"{method} {target} HTTP/1.1\r\nHost: {host}\r\n".encode("latin-1") + headers
     if length is not None:
-        lines.append(f"Content-Length: {length}")
-    lines += ["", ""]
-    text = "\r\n".join(lines)
-    if text.count("\n") != len(lines) - 1 or text.count("\r") != len(lines) - 1:
-        bad = next((name for name, value in headers if "\n" in value or "\r" in value), "request line")
-        raise ValueError(f"invalid value for the {bad} header: it contains a line break")
-    return text.encode("latin-1")
+        head += b"Content-Length: %d\r\n" % length
+    return head + b"\r\n"

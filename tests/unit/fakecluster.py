@@ -111,7 +111,9 @@ class FakeCluster:
         refs = [
             r
             for r in self.objects
-            if r.resource == resource and (not query.namespace or r.namespace == query.namespace)
+            if r.resource == resource
+            and (not query.namespace or r.namespace == query.namespace)
+            and (not query.finalized_only or self.objects[r].finalizers)
         ]
         for start in range(0, len(refs), query.limit):
             if start and self.expire_continue_once:

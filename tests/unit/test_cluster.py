@@ -59,6 +59,17 @@ def test_an_expired_token_without_a_successor_restarts_the_list():
     assert "continue" not in t.requests[2][2]
 
 
+def test_finalized_only_skips_the_objects_without_finalizers_and_keeps_the_pages():
+    page = {
+        "items": [obj("a"), obj("b", ["x/y"]), {"metadata": {"name": "c", "uid": "u-c", "finalizers": None}}],
+        "metadata": {"continue": "c1"},
+    }
+    t = ScriptedTransport(page, {"items": [obj("d")], "metadata": {}})
+    pages = HttpCluster(t, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=3, finalized_only=True))
+    assert [[(m.ref.name, m.finalizers) for m in p] for p in pages] == [[("b", ("x/y",))], []]
+    assert [r[2].get("limit") for r in t.requests] == [3, 3]
+
+
 def test_a_gone_resource_lists_nothing():
     t = ScriptedTransport(NotFound(404, "NotFound", "the server could not find the requested resource"))
     assert names(HttpCluster(t, Deadline(None)).list_meta(WIDGETS, ListQuery())) == []

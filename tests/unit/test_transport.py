@@ -34,6 +34,11 @@ class ScriptedPool:
 
 
 class Headers(list):
+    """The header lines the transport sent, as (name, value) pairs."""
+
+    def __init__(self, block: bytes):
+        super().__init__(tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\r\n") if line)
+
     def getlist(self, name):
         return [v for k, v in self if k == name]
 
@@ -190,3 +195,13 @@ def test_request_log_at_v6_and_bodies_at_v8_never_show_credentials():
     assert lines[0].startswith("GET https://cluster/api?limit=5 200") and "milliseconds" in lines[0]
     assert "Response Body:" not in lines[0] and 'Response Body: {"kind": "List"}' in lines[1]
     assert not any("secret-token" in line for line in lines)
+
+
+def test_a_token_with_a_line_break_is_a_configuration_error_and_nothing_is_sent():
+    from kubectl_unfinalize.errors import ConfigError
+
+    pool = ScriptedPool((200, {}, {}))
+    t = Transport("https://cluster", pool, "Bearer a\r\nX-Injected: 1")
+    with pytest.raises(ConfigError, match="Authorization header"):
+        t.request("GET", "/api")
+    assert pool.requests == []
