@@ -4,6 +4,12 @@ urllib3's pool costs about 0.6 ms of CPU per request over a bare connection, mor
 the request itself; a bulk run makes thousands of small requests from a fixed set of
 threads, so each thread keeping its own connection is all the pooling it needs. The
 HTTP itself is wire.py's.
+
+An open connection's socket blocks, and one watch thread shuts down any whose exchange
+is past its time. A socket with a timeout costs a poll() before each TLS write and a
+failed read and a poll() before each read, each releasing and taking back the GIL: with
+64 threads that was a fifth of the client's CPU per request. (A kernel receive timeout
+does not help: Python's TLS read retries a blocking socket's EAGAIN for ever.)
 """
 
 from __future__ import annotations
@@ -11,12 +17,16 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .wire import ProtocolError, Response, Wire, header_lines, request_head
 
 __all__ = ["Connections", "Endpoint", "NotSent", "ProtocolError", "Response", "header_lines", "reason"]
+
+
+WATCH_EVERY = 0.1  # seconds between looks for overdue exchanges: how late a timeout may fire
 
 
 class NotSent(OSError):
@@ -85,6 +95,8 @@ class Connections:
         self._local = threading.local()
         self._all: set[Wire] = set()
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._watch: threading.Thread | None = None
 
     def send(self, method: str, target: str, body: bytes | None, headers: bytes, timeout: float) -> Response:
         """One request and its whole response; `headers` are wire.header_lines(). Raises
@@ -94,16 +106,24 @@ class Connections:
         wire: Wire | None = getattr(self._local, "wire", None)
         fresh = wire is None
         if wire is None:
-            wire = self.endpoint.open(timeout, self._session)
+            wire = self.endpoint.open(timeout, self._session)  # connect and handshake under `timeout`
+            wire.sock.settimeout(None)
             with self._lock:
                 self._all.add(wire)
+                if self._watch is None:
+                    self._watch = threading.Thread(target=self._expire, name="unfinalize-watch", daemon=True)
+                    self._watch.start()
             self._local.wire = wire
+        wire.due = time.monotonic() + timeout
         try:
-            wire.set_timeout(timeout)
             answer = wire.exchange(head, body)
-        except BaseException:
+        except BaseException as exc:
             self._drop(wire)
+            if wire.expired:
+                raise TimeoutError("timed out") from exc
             raise
+        finally:
+            wire.due = None
         if fresh and isinstance(wire.sock, ssl.SSLSocket) and not wire.sock.session_reused:
             self._session = wire.sock.session  # its ticket arrived with the first answer
         if answer.will_close:
@@ -117,10 +137,34 @@ class Connections:
             self._all.discard(wire)
 
     def close(self) -> None:
+        """Close every connection; an exchange still under way (the run was interrupted)
+        is woken, not left blocked on a descriptor the process may reuse."""
+        self._closed.set()
         with self._lock:
             wires, self._all = self._all, set()
         for wire in wires:
+            if wire.due is not None:
+                _shut(wire)
             wire.close()
+
+    def _expire(self) -> None:
+        """Shut down the connections whose exchange is overdue: the blocked read or write
+        returns, and send() reports a timeout."""
+        while not self._closed.wait(WATCH_EVERY):
+            now = time.monotonic()
+            with self._lock:
+                overdue = [wire for wire in self._all if (due := wire.due) is not None and due < now]
+            for wire in overdue:
+                wire.expired = True
+                _shut(wire)
+
+
+def _shut(wire: Wire) -> None:
+    """End the connection under a thread blocked on it: its read or write returns."""
+    try:
+        socket.socket.shutdown(wire.sock, socket.SHUT_RDWR)  # the descriptor, not the TLS session
+    except OSError:
+        pass
 
 
 def reason(exc: BaseException) -> str:

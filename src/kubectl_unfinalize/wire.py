@@ -38,14 +38,8 @@ class Wire:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._buf = bytearray()
-        self.timeout: float | None = None
-
-    def set_timeout(self, seconds: float) -> None:
-        """settimeout() is two system calls that each release the GIL: with dozens of
-        threads that is a switch each. The read timeout is the default 60 s almost always."""
-        if self.timeout is None or abs(self.timeout - seconds) > 0.05:
-            self.sock.settimeout(seconds)
-            self.timeout = seconds
+        self.due: float | None = None  # when the exchange under way times out (connections.py watches)
+        self.expired = False  # the watch shut it down: what failed is a timeout
 
     def close(self) -> None:
         self.sock.close()

@@ -1,5 +1,6 @@
-"""A fixed set of threads running one job per object, fed through a queue, with as many
-jobs in flight as the pacing allows.
+"""Threads running one job per object, fed through a queue, with as many jobs in flight
+as the pacing allows. A thread is started when the jobs in flight first outnumber the
+threads: a small teardown starts a few threads (and opens a few connections), not 64.
 
 A Future per object and concurrent.futures.wait() (which locks every future in flight
 on each call) cost more client CPU than the requests themselves; a queue, a counter and
@@ -29,9 +30,8 @@ class Workers:
         self._inflight = 0
         self._changed = threading.Condition()
         self._error: BaseException | None = None
-        self._threads = [threading.Thread(target=self._work, name=f"unfinalize-{i}", daemon=True) for i in range(size)]
-        for thread in self._threads:
-            thread.start()
+        self._size = size
+        self._threads: list[threading.Thread] = []  # started as the jobs in flight first need them
 
     def submit(self, job: Job) -> None:
         """Queue a job once fewer than the pacing's limit are in flight."""
@@ -39,6 +39,10 @@ class Workers:
             while self._inflight >= self._limit():
                 self._changed.wait()
             self._inflight += 1
+            if len(self._threads) < min(self._inflight, self._size):
+                thread = threading.Thread(target=self._work, name=f"unfinalize-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
         self._jobs.put(job)
 
     def drain(self, timeout: float | None = None) -> None:

@@ -62,6 +62,15 @@ def popen(unfinalize_cmd, cli_env, *args, env=None):
     )
 
 
+def through(proxy, kubeconfig, tmp_path):
+    """A copy of `kubeconfig` whose cluster is reached through `proxy`."""
+    config = yaml.safe_load(open(kubeconfig))
+    config["clusters"][0]["cluster"]["server"] = proxy.url
+    path = tmp_path / "kubeconfig-proxy"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 def patches_seen(audit, crd) -> int:
     return sum(1 for e in audit.writes() if e["verb"] == "patch" and e["objectRef"].get("resource") == crd["plural"])
 
@@ -179,10 +188,7 @@ def test_connection_resets_on_new_and_pooled_connections(
     crd = stuck_crd(1500)
     host, port = control_plane.server_address
     with LoopbackProxy(host, port) as proxy:
-        config = yaml.safe_load(open(kubeconfig))
-        config["clusters"][0]["cluster"]["server"] = proxy.url
-        via_proxy = tmp_path / "kubeconfig-proxy"
-        via_proxy.write_text(yaml.safe_dump(config))
+        via_proxy = through(proxy, kubeconfig, tmp_path)
         proxy.reset_new(2)  # the first connections die at once
         audit.mark()
         started = time.monotonic()
@@ -201,6 +207,35 @@ def test_connection_resets_on_new_and_pooled_connections(
     outside = writes_outside(audit.writes(), [crd])
     assert outside == []
     report("connection resets", seconds=f"{seconds:.1f}", resets=resets, objects_left_stuck=0, outside=0)
+
+
+def test_a_server_that_stops_answering_mid_run_times_out_at_the_deadline(
+    control_plane, audit, api_client, stuck_crd, bystander, kubeconfig, unfinalize_cmd, cli_env, tmp_path
+):
+    """Connections open, requests in flight, and no answer ever comes (a hung API server or a
+    black-holed network): each request times out, the retries end at the deadline."""
+    from controlplane.proxy import LoopbackProxy
+
+    crd = stuck_crd(2000)
+    host, port = control_plane.server_address
+    with LoopbackProxy(host, port) as proxy:
+        via_proxy = through(proxy, kubeconfig, tmp_path)
+        audit.mark()
+        started = time.monotonic()
+        proc = popen(
+            unfinalize_cmd, cli_env, "crd", crd["name"], "--kubeconfig", via_proxy, "--request-timeout", "1s",
+            "--timeout", "6s",
+        )  # fmt: skip
+        wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 20, timeout=60, interval=0.02)
+        proxy.delay = 3600.0  # what is sent from now on arrives in an hour
+        out, err = proc.communicate(timeout=60)
+        seconds = time.monotonic() - started
+    assert proc.returncode == 1, err
+    assert "timed out" in err
+    assert seconds < 6 + 5 + 5, f"{seconds:.1f}s: the deadline plus the diagnosis grace and one request"
+    assert bystander()
+    assert writes_outside(audit.writes(), [crd]) == []
+    report("server stops answering", seconds=f"{seconds:.1f}", timeout="6s", request_timeout="1s")
 
 
 def test_an_expired_continue_token_does_not_stall_the_run(control_plane, audit, api_client, stuck_crd, kubeconfig):

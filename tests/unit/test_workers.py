@@ -90,3 +90,24 @@ def test_read_ahead_fetches_from_the_start_and_stops_when_closed():
     time.sleep(0.7)
     assert len(fetched) == count < 10
     assert list(ahead) == []
+
+
+def test_threads_are_started_only_as_the_jobs_in_flight_need_them():
+    pool = workers(size=64, limit=64)
+    names = set()
+
+    def job():
+        names.add(threading.current_thread().name)
+        time.sleep(0.05)
+
+    try:
+        for _ in range(3):
+            pool.submit(job)
+        pool.drain()
+        for _ in range(2):  # fewer than the threads already there: none is added
+            pool.submit(job)
+        pool.drain()
+        assert len(pool._threads) == 3
+        assert names == {"unfinalize-0", "unfinalize-1", "unfinalize-2"}
+    finally:
+        pool.close()
