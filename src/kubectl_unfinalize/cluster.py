@@ -4,10 +4,12 @@ request bodies, and that decides what a status means for a verb (404 on a delete
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
+from .bulk import Bulk, BulkPatch, Sink
 from .deadline import Deadline
 from .errors import ApiError, Gone, NotFound
 from .model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
@@ -67,6 +69,10 @@ class Cluster(Protocol):
 
     def bounded(self, deadline: Deadline) -> Cluster: ...
 
+    def bulk(self, sink: Sink, cap: int) -> Bulk | None:
+        """Where the remove-every-finalizer patches of a bulk run can go, or None."""
+        ...
+
     @property
     def pushbacks(self) -> int:
         """How many times the API server answered 429 so far."""
@@ -83,6 +89,20 @@ class HttpCluster:
     def bounded(self, deadline: Deadline) -> HttpCluster:
         """The same cluster under another deadline (a short grace for diagnosis)."""
         return HttpCluster(self.transport, deadline)
+
+    def bulk(self, sink: Sink, cap: int) -> Bulk | None:
+        """None with -v=6 and up: every request is then logged by the transport."""
+        transport = self.transport
+        if transport.logging:
+            return None
+        return Bulk(
+            transport.connections,
+            partial(transport.headers, METADATA_OBJECT, MERGE_PATCH),
+            partial(transport.timeout, self.deadline),
+            transport.pushed_back,
+            sink,
+            cap,
+        )
 
     @property
     def pushbacks(self) -> int:
@@ -269,6 +289,12 @@ class HttpCluster:
         except ApiError:
             return ""
         return str(((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "")
+
+
+def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[], object]) -> BulkPatch:
+    """The patch that removes every finalizer of `meta`, for Cluster.bulk()."""
+    ref = meta.ref
+    return BulkPatch(ref.resource.path(ref.namespace, ref.name), REMOVE_ALL, done, fallback)
 
 
 def crd_ref(name: str) -> ObjectRef:

@@ -98,6 +98,14 @@ class Connections:
         self._closed = threading.Event()
         self._watch: threading.Thread | None = None
 
+    @property
+    def host(self) -> str:
+        return self._host
+
+    def open_wire(self, timeout: float) -> Wire:
+        """A new connection, resuming the TLS session, owned by the caller. Raises NotSent."""
+        return self.endpoint.open(timeout, self._session)
+
     def send(self, method: str, target: str, body: bytes | None, headers: bytes, timeout: float) -> Response:
         """One request and its whole response; `headers` are wire.header_lines(). Raises
         NotSent when no connection could be opened, another OSError when it failed after

@@ -52,7 +52,7 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
             for meta in page:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
-                    yield partial(_free_instance, freer, state, meta)
+                    yield freer.fast(meta, partial(_free_instance, freer, state, meta))
     except UnfinalizeError as exc:
         state.listed = False
         message = diagnose.list_failure(exc, state.crd.resource)

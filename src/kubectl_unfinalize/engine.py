@@ -87,6 +87,7 @@ class Engine:
         )
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
+        self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency)
         try:
             # The reviews are answered while the first list page is read; nothing is
             # written, nor reported, before they passed (Freer.cleared).

@@ -86,7 +86,7 @@ class Transport:
     def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
         self.close()
 
-    def _headers(self, accept: str, content_type: str | None) -> bytes:
+    def headers(self, accept: str, content_type: str | None) -> bytes:
         block = self._blocks.get((accept, content_type))
         if block is None:
             fields = [("Accept", accept), *self._static]
@@ -97,6 +97,13 @@ class Transport:
             block += header_lines([("Authorization", token)])
         return block
 
+    @property
+    def logging(self) -> bool:
+        return self._log is not None
+
+    def pushed_back(self) -> None:
+        self.pushbacks += 1
+
     def authorization(self) -> str | None:
         """The Authorization header's value now (an exec plugin's token is refreshed)."""
         if self._auth is None:
@@ -104,7 +111,7 @@ class Transport:
         with self._auth_lock:
             return self._auth()
 
-    def _timeout(self, deadline: Deadline) -> float:
+    def timeout(self, deadline: Deadline) -> float:
         return max(deadline.cap(self.request_timeout or READ_TIMEOUT), 0.001)
 
     def request(
@@ -139,7 +146,7 @@ class Transport:
             started = time.monotonic()
             try:
                 response = self.connections.send(
-                    method, target, payload, self._headers(accept, content_type), self._timeout(deadline)
+                    method, target, payload, self.headers(accept, content_type), self.timeout(deadline)
                 )
             except ValueError as exc:  # a header value or name that cannot be sent
                 raise ConfigError(str(exc)) from None
@@ -160,7 +167,7 @@ class Transport:
                 return json.loads(data) if data and decode else None
             error = _api_error(method, path, response, ambiguous)
             if status == 429:
-                self.pushbacks += 1
+                self.pushed_back()
             internal_errors += status == 500
             delay = _retry_delay(error, attempt)
             retry = (

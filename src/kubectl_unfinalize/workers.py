@@ -5,7 +5,9 @@ threads: a small teardown starts a few threads (and opens a few connections), no
 A Future per object and concurrent.futures.wait() (which locks every future in flight
 on each call) cost more client CPU than the requests themselves; a queue, a counter and
 one condition are all the engine needs. The submitter is woken when a quarter of the
-limit has finished, not after every job: one wake-up refills several slots.
+limit has finished, not after every job: one wake-up refills several slots. A BulkPatch
+job goes to the bulk sender when the cluster offers one (bulk.py); what it hands back
+runs here, still counted in flight.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TypeVar, cast
+
+from .bulk import Bulk, BulkPatch
 
 Job = Callable[[], object]
 T = TypeVar("T")
@@ -31,7 +35,9 @@ class Workers:
         self._changed = threading.Condition()
         self._error: BaseException | None = None
         self._size = size
-        self._threads: list[threading.Thread] = []  # started as the jobs in flight first need them
+        self._threads: list[threading.Thread] = []  # started as the jobs on threads first need them
+        self._on_threads = 0  # jobs queued for the threads and not finished
+        self.bulk: Bulk | None = None  # where BulkPatch jobs go, when the cluster offers it
 
     def submit(self, job: Job) -> None:
         """Queue a job once fewer than the pacing's limit are in flight."""
@@ -39,11 +45,35 @@ class Workers:
             while self._inflight >= self._limit():
                 self._changed.wait()
             self._inflight += 1
-            if len(self._threads) < min(self._inflight, self._size):
+        if self.bulk is not None and isinstance(job, BulkPatch):
+            self.bulk.put(job)
+        else:
+            self.requeue(job)
+
+    def requeue(self, job: Job) -> None:
+        """Run `job` on a thread; it is already counted in flight (a patch the bulk
+        sender hands back)."""
+        with self._changed:
+            self._on_threads += 1
+            if len(self._threads) < min(self._on_threads, self._size):
                 thread = threading.Thread(target=self._work, name=f"unfinalize-{len(self._threads)}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
         self._jobs.put(job)
+
+    def finished(self, started: float) -> None:
+        """A job in flight is done (on a thread, or answered to the bulk sender)."""
+        self._on_done(time.monotonic() - started)
+        with self._changed:
+            self._inflight -= 1
+            if self._inflight <= self._limit() * 3 // 4:
+                self._changed.notify_all()
+
+    def failed(self, exc: BaseException) -> None:
+        """A bug where jobs run: raised again by drain()."""
+        self._error = self._error or exc
+        with self._changed:
+            self._changed.notify_all()
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait until every queued job has finished; re-raise a job's bug here."""
@@ -75,6 +105,8 @@ class Workers:
         return cast(list[R], results)
 
     def close(self) -> None:
+        if self.bulk is not None:
+            self.bulk.close()
         for _ in self._threads:
             self._jobs.put(None)
 
@@ -84,12 +116,10 @@ class Workers:
             try:
                 job()  # jobs contain their failures; what escapes is a bug
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-                self._error = self._error or exc
-            self._on_done(time.monotonic() - started)
+                self.failed(exc)
             with self._changed:
-                self._inflight -= 1
-                if self._inflight <= self._limit() * 3 // 4:
-                    self._changed.notify_all()
+                self._on_threads -= 1
+            self.finished(started)
 
 
 class ReadAhead(Iterator[T]):

@@ -106,6 +106,9 @@ class FakeCluster:
     def bounded(self, deadline: Deadline) -> FakeCluster:
         return self
 
+    def bulk(self, sink, cap):
+        return None  # every patch goes through the verbs, where the fake records them
+
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         self._call("list", ObjectRef(resource, resource.plural, query.namespace or None))
         refs = [

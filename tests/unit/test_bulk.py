@@ -1,0 +1,175 @@
+"""The bulk sender against a local HTTP server scripted per request path: what a 2xx
+records, and that everything else goes back to the workers' threads."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from kubectl_unfinalize.bulk import Bulk, BulkPatch
+from kubectl_unfinalize.connections import Connections, Endpoint
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+THROTTLED = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}"
+CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+
+
+class Server:
+    """Answers each request by its path: `script(path)` gives the bytes to send, b"" to
+    close the connection, None to never answer."""
+
+    def __init__(self, script: Callable[[str], bytes | None]) -> None:
+        self.script = script
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        data = b""
+        with conn:
+            while chunk := conn.recv(65536):
+                data += chunk
+                while b"\r\n\r\n" in data:
+                    head, _, rest = data.partition(b"\r\n\r\n")
+                    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                    data = rest[length:]
+                    answer = self.script(head.split(b" ")[1].decode())
+                    if answer is None:
+                        continue
+                    if answer == b"":
+                        return
+                    conn.sendall(answer)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.finished: list[float] = []
+        self.requeued: list[str] = []
+        self.failures: list[BaseException] = []
+        self.pushbacks = 0
+
+    def requeue(self, job: Callable[[], object]) -> None:
+        self.requeued.append(str(job()))
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures.append(exc)
+
+
+def run(script: Callable[[str], bytes | None], paths: list[str], timeout: float = 5.0, cap: int = 4):
+    server = Server(script)
+    sink = Sink()
+    done: list[str] = []
+    finished = threading.Semaphore(0)
+
+    def on_finished(started: float) -> None:
+        sink.finished.append(started)
+        finished.release()
+
+    def on_requeue(job: Callable[[], object]) -> None:
+        sink.requeue(job)
+        finished.release()
+
+    sink_api = type("S", (), {"finished": staticmethod(on_finished), "requeue": staticmethod(on_requeue),
+                              "failed": staticmethod(sink.failed)})()  # fmt: skip
+    bulk = Bulk(
+        Connections(Endpoint(server.url)),
+        lambda: b"Accept: application/json\r\n",
+        lambda: timeout,
+        lambda: setattr(sink, "pushbacks", sink.pushbacks + 1),
+        sink_api,
+        cap,
+    )
+    for path in paths:
+        bulk.put(BulkPatch(path, b"{}", lambda path=path: done.append(path), lambda path=path: f"fallback {path}"))
+    for _ in paths:
+        assert finished.acquire(timeout=timeout + 5), "an object was neither recorded nor handed back"
+    bulk.close()
+    server.close()
+    return done, sink, server
+
+
+def test_2xx_answers_are_recorded_over_at_most_cap_connections():
+    paths = [f"/o/{i}" for i in range(50)]
+    done, sink, server = run(lambda path: OK, paths, cap=4)
+    assert sorted(done) == sorted(paths)
+    assert len(sink.finished) == 50 and sink.requeued == [] and sink.failures == []
+    assert server.connections <= 4
+
+
+def test_anything_but_a_2xx_goes_back_to_the_workers_and_a_429_is_counted():
+    answers = {"/ok": OK, "/throttled": THROTTLED, "/chunked": CHUNKED, "/closed": b""}
+    done, sink, _ = run(answers.__getitem__, list(answers), cap=1)
+    assert done == ["/ok"]
+    assert sorted(sink.requeued) == ["fallback /chunked", "fallback /closed", "fallback /throttled"]
+    assert sink.pushbacks == 1
+
+
+def test_an_answer_that_never_comes_goes_back_after_the_timeout():
+    started = time.monotonic()
+    done, sink, _ = run(lambda path: None if path == "/hung" else OK, ["/hung", "/fine"], timeout=0.5)
+    assert done == ["/fine"] and sink.requeued == ["fallback /hung"]
+    assert 0.5 <= time.monotonic() - started < 3
+
+
+def test_when_no_connection_can_be_opened_everything_goes_back():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sink = Sink()
+    released = threading.Semaphore(0)
+
+    class Api:
+        def finished(self, started: float) -> None:
+            released.release()
+
+        def requeue(self, job: Callable[[], object]) -> None:
+            sink.requeue(job)
+            released.release()
+
+        def failed(self, exc: BaseException) -> None:
+            sink.failures.append(exc)
+
+    bulk = Bulk(Connections(Endpoint(f"http://127.0.0.1:{port}")), lambda: b"", lambda: 1.0, lambda: None, Api(), 2)
+    for i in range(3):
+        bulk.put(BulkPatch(f"/o/{i}", b"{}", lambda: None, lambda i=i: f"fallback {i}"))
+    for _ in range(3):
+        assert released.acquire(timeout=10)
+    bulk.close()
+    assert sorted(sink.requeued) == ["fallback 0", "fallback 1", "fallback 2"]
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "bug"])
+def test_after_close_or_a_bug_a_patch_goes_to_the_workers(closed):
+    sink = Sink()
+    api = type("S", (), {"finished": lambda s, t: None, "requeue": lambda s, job: sink.requeue(job),
+                         "failed": lambda s, exc: sink.failures.append(exc)})()  # fmt: skip
+    headers = (lambda: b"") if closed else (lambda: 1 / 0)  # a bug when the first patch is sent
+    server = Server(lambda path: OK)
+    bulk = Bulk(Connections(Endpoint(server.url)), headers, lambda: 1.0, lambda: None, api, 2)
+    if closed:
+        bulk.close()
+    bulk.put(BulkPatch("/o/1", b"{}", lambda: None, lambda: "fallback 1"))
+    deadline = time.monotonic() + 5
+    while not sink.requeued and time.monotonic() < deadline:
+        time.sleep(0.01)
+    bulk.close()
+    server.close()
+    assert sink.requeued == ["fallback 1"]
+    assert bool(sink.failures) is not closed
