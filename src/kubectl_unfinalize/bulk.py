@@ -91,6 +91,7 @@ class Bulk:
         self._wires = 0  # open: idle, busy, or being opened
         self._closed = False
         self._stopped = False  # the thread has ended, or is ending
+        self._woken = False  # a wake-up byte is on its way: put() need not send another
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -103,7 +104,8 @@ class Bulk:
         self._incoming.put(job)
         if self._stopped:  # after a bug here, or close(): the workers send it
             self._hand_back_incoming()
-        else:
+        elif not self._woken:  # one wake-up for a burst of puts, not a system call each
+            self._woken = True
             self._wake()
 
     def _hand_back_incoming(self) -> None:
@@ -131,6 +133,7 @@ class Bulk:
                     if key.data is None:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(4096)
+                        self._woken = False  # before _take(): what is put from now on wakes it again
                     else:
                         self._readable(key.data)
                 self._take()
