@@ -156,10 +156,12 @@ class Bulk:
                 break
             self._opening -= 1
             if wire is None:
+                # The server cannot be reached now. What waits goes to the workers, which
+                # retry by the rules and say why; waiting for another opener instead could
+                # go on for ever, each failure starting the next one.
                 self._wires -= 1
-                if not self._wires:  # nothing can be sent from here: the workers will say why
-                    while self._waiting:
-                        self._sink.requeue(self._waiting.popleft().fallback)
+                while self._waiting:
+                    self._sink.requeue(self._waiting.popleft().fallback)
             else:
                 wire.sock.setblocking(False)
                 self._idle.append(wire)

@@ -3,7 +3,9 @@ records, and that everything else goes back to the workers' threads."""
 
 from __future__ import annotations
 
+import itertools
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -173,3 +175,31 @@ def test_after_close_or_a_bug_a_patch_goes_to_the_workers(closed):
     server.close()
     assert sink.requeued == ["fallback 1"]
     assert bool(sink.failures) is not closed
+
+
+def test_patches_waiting_for_a_connection_go_back_when_one_cannot_be_opened():
+    """Handshakes that time out one after another, never all at once: the waiting
+    patches went back only when no opener was under way, which could take for ever (a
+    hung server kept a 6 s run going for 20 s and more)."""
+    server = Server(lambda path: None)  # takes the connection, never answers the TLS hello
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    timeouts = itertools.cycle([0.1, 0.25])  # openers overlap: one always under way
+    requeued = threading.Semaphore(0)
+    sink = Sink()
+    api = type("S", (), {"finished": lambda s, t: None,
+                         "requeue": lambda s, job: (sink.requeue(job), requeued.release()),
+                         "failed": lambda s, exc: sink.failures.append(exc)})()  # fmt: skip
+    url = server.url.replace("http:", "https:")
+    bulk = Bulk(Connections(Endpoint(url, context)), lambda: b"", lambda: next(timeouts), lambda: None, api, 2)
+    for i in range(3):
+        bulk.put(BulkPatch(f"/o/{i}", b"{}", lambda: None, lambda i=i: f"fallback {i}"))
+    started = time.monotonic()
+    for _ in range(3):
+        assert requeued.acquire(timeout=3), "a patch waited for a connection that never came"
+    waited = time.monotonic() - started
+    bulk.close()
+    server.close()
+    assert sorted(sink.requeued) == ["fallback 0", "fallback 1", "fallback 2"]
+    assert sink.failures == []
+    assert waited < 1.0
