@@ -12,6 +12,9 @@ harmless: the patch only ever removes finalizers.
 
 Connections are opened (TCP, TLS resuming the session) on short-lived threads, so a far
 cluster opens them all in one round trip, then read and written without blocking here.
+Each stays registered with the selector while it is open (registering it per request was
+two more system calls per object), so an idle one the server closes is noticed and
+dropped before a patch is sent on it.
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ class Bulk:
         self._closed = False
         self._stopped = False  # the thread has ended, or is ending
         self._woken = False  # a wake-up byte is on its way: put() need not send another
+        self._releasing: threading.Event | None = None  # release() waits on it
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -114,6 +118,16 @@ class Bulk:
                 self._sink.requeue(self._incoming.get_nowait().fallback)
             except queue.Empty:
                 return
+
+    def release(self, timeout: float = 1.0) -> None:
+        """Give the idle connections to `connections` when nothing is waiting or in flight
+        here: the threads that list next (the final check) need not open their own. A
+        patch put later takes or opens one again."""
+        if self._stopped:
+            return
+        done = self._releasing = threading.Event()
+        self._wake()
+        done.wait(timeout)
 
     def close(self) -> None:
         """Stop; what is still in flight goes back to the workers (there are none left
@@ -138,6 +152,8 @@ class Bulk:
                         self._readable(key.data)
                 self._take()
                 self._expire()
+                if self._releasing is not None:
+                    self._give_idle()
         except BaseException as exc:  # noqa: BLE001 - a bug here must reach the engine, not kill the run silently
             self._sink.failed(exc)
         finally:
@@ -164,6 +180,7 @@ class Bulk:
                     self._sink.requeue(self._waiting.popleft().fallback)
             else:
                 wire.sock.setblocking(False)
+                self._selector.register(wire.sock, selectors.EVENT_READ, wire)  # until it is closed
                 self._idle.append(wire)
         while self._waiting and self._idle:
             job = self._waiting.popleft()
@@ -197,11 +214,12 @@ class Bulk:
             self._drop(wire, exchange)
             return
         self._busy[wire] = exchange
-        self._selector.register(wire.sock, selectors.EVENT_READ, wire)
 
     def _readable(self, wire: Wire) -> None:
         exchange = self._busy.get(wire)
-        if exchange is None:
+        if exchange is None:  # an idle connection the server closed (or spoke out of turn)
+            self._idle.remove(wire)
+            self._close(wire)
             return
         try:
             while True:
@@ -223,7 +241,6 @@ class Bulk:
         if status < 0 or not whole:  # not read here (chunked, closing, more than one answer): start afresh
             self._drop(wire, exchange)
             return
-        self._selector.unregister(wire.sock)
         del self._busy[wire]
         self._idle.append(wire)
         if not 200 <= status < 300:
@@ -236,6 +253,17 @@ class Bulk:
         finally:
             self._sink.finished(exchange.started)
 
+    def _give_idle(self) -> None:
+        done, self._releasing = self._releasing, None
+        if not self._waiting and not self._busy:
+            for wire in self._idle:
+                self._selector.unregister(wire.sock)
+                self._wires -= 1
+                self._connections.give(wire)
+            self._idle = []
+        if done is not None:
+            done.set()
+
     def _expire(self) -> None:
         now = time.monotonic()
         for wire, exchange in list(self._busy.items()):
@@ -244,11 +272,15 @@ class Bulk:
 
     def _drop(self, wire: Wire, exchange: _Exchange) -> None:
         """Close the connection; its object goes back to the workers."""
-        if self._busy.pop(wire, None) is not None:
+        self._busy.pop(wire, None)
+        self._close(wire)
+        self._sink.requeue(exchange.job.fallback)
+
+    def _close(self, wire: Wire) -> None:
+        with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(wire.sock)
         wire.close()
         self._wires -= 1
-        self._sink.requeue(exchange.job.fallback)
 
     def _shut(self) -> None:
         self._stopped = True

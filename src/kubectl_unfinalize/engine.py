@@ -182,6 +182,7 @@ class Engine:
         self._done += 1  # read only for progress: an occasional lost count is harmless
 
     def _final_check(self, pending: _Targets, report: Report) -> None:
+        self.workers.release_connections()  # its lists run on the workers' threads
         try:
             diagnose.final_check(
                 self.cluster,

@@ -104,6 +104,12 @@ class Workers:
             raise errors[0]
         return cast(list[R], results)
 
+    def release_connections(self) -> None:
+        """Between passes: the bulk sender's idle connections go to the threads that need
+        one next."""
+        if self.bulk is not None:
+            self.bulk.release()
+
     def close(self) -> None:
         if self.bulk is not None:
             self.bulk.close()

@@ -27,6 +27,7 @@ class Server:
     def __init__(self, script: Callable[[str], bytes | None]) -> None:
         self.script = script
         self.connections = 0
+        self.close_after_answer = False
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
@@ -55,6 +56,8 @@ class Server:
                     if answer == b"":
                         return
                     conn.sendall(answer)
+                    if self.close_after_answer:
+                        return
 
     def close(self) -> None:
         self.listener.close()
@@ -203,3 +206,57 @@ def test_patches_waiting_for_a_connection_go_back_when_one_cannot_be_opened():
     assert sorted(sink.requeued) == ["fallback 0", "fallback 1", "fallback 2"]
     assert sink.failures == []
     assert waited < 1.0
+
+
+def test_an_idle_connection_the_server_closed_is_not_used_again():
+    server = Server(lambda path: OK)
+    server.close_after_answer = True  # as an API server does with an idle connection, in time
+    sink = Sink()
+    recorded = threading.Semaphore(0)
+    api = type("S", (), {"finished": lambda s, t: recorded.release(), "requeue": lambda s, job: sink.requeue(job),
+                         "failed": lambda s, exc: sink.failures.append(exc)})()  # fmt: skip
+    bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, lambda: None, api, 1)
+    for i in range(3):
+        bulk.put(BulkPatch(f"/o/{i}", b"{}", lambda: None, lambda i=i: f"fallback {i}"))
+        assert recorded.acquire(timeout=5), f"patch {i} was not recorded (handed back: {sink.requeued})"
+        time.sleep(0.2)  # the close reaches the idle connection before the next patch
+    bulk.close()
+    server.close()
+    assert sink.requeued == [] and sink.failures == []
+    assert server.connections == 3
+
+
+def test_released_connections_serve_other_threads_and_come_back():
+    """The final check's lists run on other threads: they take the bulk sender's idle
+    connections instead of opening (and handshaking) their own."""
+    server = Server(lambda path: OK)
+    connections = Connections(Endpoint(server.url))
+    recorded = threading.Semaphore(0)
+    sink = Sink()
+    api = type("S", (), {"finished": lambda s, t: recorded.release(), "requeue": lambda s, job: sink.requeue(job),
+                         "failed": lambda s, exc: sink.failures.append(exc)})()  # fmt: skip
+    bulk = Bulk(connections, lambda: b"", lambda: 2.0, lambda: None, api, 2)
+    for i in range(20):
+        bulk.put(BulkPatch(f"/o/{i}", b"{}", lambda: None, lambda i=i: f"fallback {i}"))
+    for _ in range(20):
+        assert recorded.acquire(timeout=5)
+    opened = server.connections
+    assert 1 <= opened <= 2
+    bulk.release()
+    statuses: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: statuses.append(connections.send("PATCH", "/x", b"{}", b"", 2.0).status))
+        for _ in range(opened)
+    ]
+    for thread in threads:
+        thread.start()
+        thread.join()
+    assert statuses == [200] * opened
+    assert server.connections == opened  # nothing new was opened for the other threads
+    bulk.put(BulkPatch("/o/last", b"{}", lambda: None, lambda: "fallback last"))
+    assert recorded.acquire(timeout=5)
+    bulk.close()
+    connections.close()
+    server.close()
+    assert sink.requeued == [] and sink.failures == []
+    assert server.connections == opened + 1  # the threads keep theirs: the bulk sender opens anew
