@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .connections import Connections
-from .wire import ProtocolError, Wire, parse_head, request_head
+from .wire import Wire, request_head
 
 WAKE = b"."
 LOOK_EVERY = 0.1  # seconds between looks for overdue answers
@@ -303,18 +303,23 @@ class Bulk:
 
 
 def _complete(data: bytearray) -> tuple[int, bool] | None:
-    """(status, True) once `data` holds one whole HTTP/1.1 answer with a Content-Length;
-    (status, False) or (-1, False) for an answer read elsewhere; None while it is incomplete."""
+    """(status, True) once `data` holds one whole answer with a Content-Length; (status,
+    False) or (-1, False) for an answer read elsewhere; None while it is incomplete."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
         return None
-    try:
-        status, _, headers, version = parse_head(bytes(data[:end]))
-        length = int(headers["content-length"])
-    except (ProtocolError, KeyError, ValueError):
+    head = bytes(data[:end]).lower()
+    if not head.startswith(b"http/1.1 ") or not head[9:12].isdigit():
         return -1, False
-    if version != "HTTP/1.1" or headers.get("connection", "").lower() == "close" or 100 <= status < 200:
+    status = int(head[9:12])
+    at = head.find(b"\r\ncontent-length:")
+    if at < 0 or b"\r\nconnection: close" in head or 100 <= status < 200:
         return status, False
+    line_end = head.find(b"\r\n", at + 2)
+    try:
+        length = int(head[at + 17 : line_end if line_end > 0 else None])
+    except ValueError:
+        return -1, False
     have = len(data) - end - 4
     if have < length:
         return None

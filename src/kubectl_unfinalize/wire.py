@@ -89,9 +89,15 @@ class Wire:
             if len(buf) > MAX_HEAD:
                 raise ProtocolError("response head too large")
             self._fill()
-        head = bytes(buf[:end])
+        text = buf[:end].decode("latin-1")
         del buf[: end + 4]
-        return parse_head(head)
+        first, _, fields = text.partition("\r\n")
+        version, _, rest = first.partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/") or not code.isdigit():
+            raise ProtocolError(f"not an HTTP response: {first[:80]!r}")
+        headers = {name.lower(): value.rstrip() for name, value in _FIELD.findall(fields)}
+        return int(code), reason, headers, version
 
     def _exactly(self, length: int) -> bytes:
         buf = self._buf
@@ -126,18 +132,6 @@ class Wire:
         data = bytes(self._buf)
         self._buf.clear()
         return data
-
-
-def parse_head(head: bytes) -> tuple[int, str, dict[str, str], str]:
-    """(status, reason, headers with lower-case names, version) of a response head without
-    its blank line. Raises ProtocolError when it is not HTTP."""
-    first, _, fields = head.decode("latin-1").partition("\r\n")
-    version, _, rest = first.partition(" ")
-    code, _, reason = rest.partition(" ")
-    if not version.startswith("HTTP/") or not code.isdigit():
-        raise ProtocolError(f"not an HTTP response: {first[:80]!r}")
-    headers = {name.lower(): value.rstrip() for name, value in _FIELD.findall(fields)}
-    return int(code), reason, headers, version
 
 
 def header_lines(headers: Iterable[tuple[str, str]]) -> bytes:
