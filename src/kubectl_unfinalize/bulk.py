@@ -96,6 +96,7 @@ class Bulk:
         self._stopped = False  # the thread has ended, or is ending
         self._woken = False  # a wake-up byte is on its way: put() need not send another
         self._releasing: threading.Event | None = None  # release() waits on it
+        self._next_look = 0.0  # when _expire() looks at the exchanges under way again
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -160,16 +161,11 @@ class Bulk:
             self._shut()
 
     def _take(self) -> None:
-        while True:
-            try:
-                self._waiting.append(self._incoming.get_nowait())
-            except queue.Empty:
-                break
-        while True:
-            try:
-                wire = self._opened.get_nowait()
-            except queue.Empty:
-                break
+        incoming, opened = self._incoming, self._opened  # this thread is their only reader
+        while not incoming.empty():  # not get_nowait() until Empty: an exception per look costs more
+            self._waiting.append(incoming.get_nowait())
+        while self._opening and not opened.empty():
+            wire = opened.get_nowait()
             self._opening -= 1
             if wire is None:
                 # The server cannot be reached now. What waits goes to the workers, which
@@ -266,6 +262,9 @@ class Bulk:
 
     def _expire(self) -> None:
         now = time.monotonic()
+        if now < self._next_look:  # not at every wake-up: that was a look at every exchange per answer
+            return
+        self._next_look = now + LOOK_EVERY
         for wire, exchange in list(self._busy.items()):
             if exchange.due < now:
                 self._drop(wire, exchange)

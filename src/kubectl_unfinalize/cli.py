@@ -90,8 +90,9 @@ class _Printer:
     work: the run finishes freeing what it started, quietly."""
 
     def __init__(self, output: str, color: bool, progress: ProgressDisplay | None) -> None:
-        from .report import DocumentStream
+        from .report import DocumentStream, outcome_line
 
+        self._line = outcome_line  # imported here once: an import in outcome() ran per object
         self.output = output
         self.color = color
         self.progress = progress
@@ -102,15 +103,13 @@ class _Printer:
         self.document = DocumentStream(output, self.write) if output in ("json", "yaml") else None
 
     def outcome(self, outcome: Outcome) -> None:
-        from .report import outcome_line
-
         if self.closed:
             return
         if self.document is not None:
             with self._lock:  # one item at a time, in the order they are written
                 self.document.item(outcome)
             return
-        line = outcome_line(outcome, self.output, self.color)
+        line = self._line(outcome, self.output, self.color)
         if line is not None:
             self.write(line + "\n")
 

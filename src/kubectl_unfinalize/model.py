@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from .errors import IncompleteError
 from .options import DryRun
@@ -30,13 +31,13 @@ class Resource:
         base += f"/{self.plural}"
         return f"{base}/{name}" if name else base
 
-    @property
+    @cached_property
     def display(self) -> str:
         """kubectl's `kind.group` spelling, e.g. daskcluster.kubernetes.dask.org."""
         kind = self.kind.lower()
         return f"{kind}.{self.group}" if self.group else kind
 
-    @property
+    @cached_property  # asked for every outcome; a frozen dataclass may still cache in __dict__
     def qualified(self) -> str:
         """plural.group, the resource name RBAC and kubectl get use."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
@@ -129,10 +130,10 @@ class Action(str, Enum):
         return self in (Action.FAILED, Action.REFINALIZED, Action.BLOCKING)
 
 
-@dataclass(frozen=True)
-class ObjectKey:
+class ObjectKey(NamedTuple):
     """Identity of one outcome: an object, or one aspect of it (a failed list of a CRD's
-    objects, the diagnosis of what still blocks it) reported beside it."""
+    objects, the diagnosis of what still blocks it) reported beside it. A tuple: one is
+    made and hashed per outcome, and a frozen dataclass cost several times more."""
 
     resource: str
     namespace: str | None
