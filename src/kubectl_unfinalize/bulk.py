@@ -178,13 +178,23 @@ class Bulk:
                 wire.sock.setblocking(False)
                 self._selector.register(wire.sock, selectors.EVENT_READ, wire)  # until it is closed
                 self._idle.append(wire)
-        while self._waiting and self._idle:
-            job = self._waiting.popleft()
-            try:
-                self._send(job, self._idle.pop())
-            except BaseException:
-                self._sink.requeue(job.fallback)  # not lost to a bug here
-                raise
+        if self._waiting and self._idle:
+            # Once per batch, not per patch: the headers (a plugin's token may change
+            # between batches) and when the batch's answers are due.
+            headers, host, now = self._headers(), self._connections.host, time.monotonic()
+            due = now + self._timeout()
+            while self._waiting and self._idle:
+                job = self._waiting.popleft()
+                try:
+                    head = request_head("PATCH", job.path, host, headers, len(job.body))
+                except ValueError:  # a line break in it: the workers refuse it and say so
+                    self._sink.requeue(job.fallback)
+                    continue
+                try:
+                    self._send(job, self._idle.pop(), head, now, due)
+                except BaseException:
+                    self._sink.requeue(job.fallback)  # not lost to a bug here
+                    raise
         for _ in range(min(len(self._waiting) - self._opening, self._cap - self._wires)):
             self._opening += 1
             self._wires += 1
@@ -198,15 +208,13 @@ class Bulk:
         self._opened.put(wire)
         self._wake()
 
-    def _send(self, job: BulkPatch, wire: Wire) -> None:
-        now = time.monotonic()
-        head = request_head("PATCH", job.path, self._connections.host, self._headers(), len(job.body))
-        exchange = _Exchange(job, now, now + self._timeout(), bytearray())
+    def _send(self, job: BulkPatch, wire: Wire, head: bytes, now: float, due: float) -> None:
+        exchange = _Exchange(job, now, due, bytearray())
         try:
             data = head + job.body
             if wire.sock.send(data) != len(data):
                 raise BlockingIOError("partial write")
-        except (OSError, ValueError):
+        except OSError:
             self._drop(wire, exchange)
             return
         self._busy[wire] = exchange

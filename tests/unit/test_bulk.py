@@ -260,3 +260,9 @@ def test_released_connections_serve_other_threads_and_come_back():
     server.close()
     assert sink.requeued == [] and sink.failures == []
     assert server.connections == opened + 1  # the threads keep theirs: the bulk sender opens anew
+
+
+def test_a_path_that_cannot_be_sent_goes_to_the_workers_and_the_rest_goes_on():
+    done, sink, _ = run(lambda path: OK, ["/o/bad\r\nX-Injected: 1", "/o/good"], cap=1)
+    assert done == ["/o/good"]
+    assert sink.requeued == ["fallback /o/bad\r\nX-Injected: 1"] and sink.failures == []
