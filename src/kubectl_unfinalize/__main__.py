@@ -1,5 +1,8 @@
+import gc
 import sys
 
-from .cli import main
+gc.disable()  # the imports make thousands of objects and no garbage; cli re-enables it
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())
