@@ -15,6 +15,15 @@ cluster opens them all in one round trip, then read and written without blocking
 Each stays registered with the selector while it is open (registering it per request was
 two more system calls per object), so an idle one the server closes is noticed and
 dropped before a patch is sent on it.
+
+Up to PIPELINE requests go on one connection (HTTP/1.1 pipelining: sent back to back,
+answered in order), so `cap` requests in flight take cap / PIPELINE connections. A
+resumed TLS handshake costs about 1 ms of client CPU here (OpenSSL 3.0), as much as a
+few patches; 2,000 objects at 64 in flight: 68 handshakes -> 36, and client CPU per
+object 0.45 -> 0.37 ms, wall time no worse (medians of 5 alternating runs). A second
+request goes behind another's only when no connection is idle, coming or may be opened:
+it waits for the answer ahead of it, and when that never comes (a timeout, a reset)
+both go back to the workers.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from .wire import Wire, request_head
 
 WAKE = b"."
 LOOK_EVERY = 0.1  # seconds between looks for overdue answers
+PIPELINE = 2  # requests in flight on one connection, once there are as many connections as may be
 
 
 @dataclass(slots=True)
@@ -66,7 +76,6 @@ class _Exchange:
     job: BulkPatch
     started: float
     due: float
-    data: bytearray
 
 
 class Bulk:
@@ -84,14 +93,17 @@ class Bulk:
         self._timeout = timeout
         self._on_pushback = on_pushback
         self._sink = sink
-        self._cap = cap
+        self._cap = cap  # requests in flight (the workers' limit keeps to it too)
+        self._max_wires = -(-cap // PIPELINE)  # PIPELINE of them on each connection
         self._incoming: queue.SimpleQueue[BulkPatch] = queue.SimpleQueue()
         self._opened: queue.SimpleQueue[Wire | None] = queue.SimpleQueue()
         self._waiting: deque[BulkPatch] = deque()
-        self._idle: list[Wire] = []
-        self._busy: dict[Wire, _Exchange] = {}
+        self._flights: dict[Wire, deque[_Exchange]] = {}  # every open connection: its requests in flight, in order
+        self._data: dict[Wire, bytearray] = {}  # what each has read of its answers
+        self._room: list[list[Wire]] = [[] for _ in range(PIPELINE)]  # connections that can take one more, by load
+        self._in_flight = 0
         self._opening = 0
-        self._wires = 0  # open: idle, busy, or being opened
+        self._wires = 0  # open or being opened
         self._closed = False
         self._stopped = False  # the thread has ended, or is ending
         self._woken = False  # a wake-up byte is on its way: put() need not send another
@@ -144,7 +156,7 @@ class Bulk:
     def _run(self) -> None:
         try:
             while not self._closed:
-                for key, _ in self._selector.select(LOOK_EVERY if self._busy or self._opening else None):
+                for key, _ in self._selector.select(LOOK_EVERY if self._in_flight or self._opening else None):
                     if key.data is None:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(4096)
@@ -177,28 +189,49 @@ class Bulk:
             else:
                 wire.sock.setblocking(False)
                 self._selector.register(wire.sock, selectors.EVENT_READ, wire)  # until it is closed
-                self._idle.append(wire)
-        if self._waiting and self._idle:
+                self._flights[wire] = deque()
+                self._data[wire] = bytearray()
+                self._room[0].append(wire)
+        # A connection of its own for each patch while one is idle, coming or may be
+        # opened; a second request behind another's only for the patches beyond that (it
+        # waits for the answer ahead of it).
+        excess = len(self._waiting) - len(self._room[0]) - self._opening - (self._max_wires - self._wires)
+        if self._waiting and (self._room[0] or (excess > 0 and any(self._room))):
             # Once per batch, not per patch: the headers (a plugin's token may change
             # between batches) and when the batch's answers are due.
             headers, host, now = self._headers(), self._connections.host, time.monotonic()
             due = now + self._timeout()
-            while self._waiting and self._idle:
+            while (
+                self._waiting
+                and self._in_flight < self._cap
+                and (wire := self._least_loaded(PIPELINE if excess > 0 else 1)) is not None
+            ):
+                if self._flights[wire]:
+                    excess -= 1
                 job = self._waiting.popleft()
                 try:
                     head = request_head("PATCH", job.path, host, headers, len(job.body))
                 except ValueError:  # a line break in it: the workers refuse it and say so
                     self._sink.requeue(job.fallback)
+                    self._room[len(self._flights[wire])].append(wire)
                     continue
                 try:
-                    self._send(job, self._idle.pop(), head, now, due)
+                    self._send(job, wire, head, now, due)
                 except BaseException:
                     self._sink.requeue(job.fallback)  # not lost to a bug here
                     raise
-        for _ in range(min(len(self._waiting) - self._opening, self._cap - self._wires)):
+        for _ in range(min(len(self._waiting) - self._opening, self._max_wires - self._wires)):
             self._opening += 1
             self._wires += 1
             threading.Thread(target=self._open, daemon=True).start()
+
+    def _least_loaded(self, deepest: int) -> Wire | None:
+        """A connection with fewer than `deepest` requests in flight, the idlest first;
+        taken out of its place in _room (_send puts it back where it then belongs)."""
+        for load in range(deepest):
+            if self._room[load]:
+                return self._room[load].pop()
+        return None
 
     def _open(self) -> None:
         try:
@@ -209,62 +242,74 @@ class Bulk:
         self._wake()
 
     def _send(self, job: BulkPatch, wire: Wire, head: bytes, now: float, due: float) -> None:
-        exchange = _Exchange(job, now, due, bytearray())
+        flight = self._flights[wire]
+        flight.append(_Exchange(job, now, due))
+        self._in_flight += 1
         try:
             data = head + job.body
             if wire.sock.send(data) != len(data):
                 raise BlockingIOError("partial write")
         except OSError:
-            self._drop(wire, exchange)
+            self._drop(wire, placed=False)
             return
-        self._busy[wire] = exchange
+        if len(flight) < PIPELINE:
+            self._room[len(flight)].append(wire)
 
     def _readable(self, wire: Wire) -> None:
-        exchange = self._busy.get(wire)
-        if exchange is None:  # an idle connection the server closed (or spoke out of turn)
-            self._idle.remove(wire)
-            self._close(wire)
+        flight = self._flights.get(wire)
+        if flight is None:  # dropped earlier in this round
             return
+        data = self._data[wire]
         try:
             while True:
                 chunk = wire.sock.recv(32768)
                 if not chunk:
                     raise ConnectionResetError("closed")
-                exchange.data += chunk
+                data += chunk
                 if not isinstance(wire.sock, ssl.SSLSocket) or not wire.sock.pending():
                     break
         except (ssl.SSLWantReadError, BlockingIOError):
             pass
-        except OSError:
-            self._drop(wire, exchange)
+        except OSError:  # reset, or closed by the server (when idle: nothing goes back)
+            self._drop(wire)
             return
-        answer = _complete(exchange.data)
-        if answer is None:
-            return
-        status, whole = answer
-        if status < 0 or not whole:  # not read here (chunked, closing, more than one answer): start afresh
-            self._drop(wire, exchange)
-            return
-        del self._busy[wire]
-        self._idle.append(wire)
-        if not 200 <= status < 300:
-            if status == 429:
-                self._on_pushback()
-            self._sink.requeue(exchange.job.fallback)
-            return
-        try:
-            exchange.job.done()
-        finally:
-            self._sink.finished(exchange.started)
+        while data:
+            if not flight:  # an answer to nothing asked: the connection is not in a state to reuse
+                self._drop(wire)
+                return
+            answer = _complete(data)
+            if answer is None:
+                return
+            status, end = answer
+            if end < 0:  # not read here (chunked, closing): the workers start afresh
+                self._drop(wire)
+                return
+            del data[:end]
+            exchange = flight.popleft()
+            self._in_flight -= 1
+            load = len(flight)
+            if load + 1 < PIPELINE:
+                self._room[load + 1].remove(wire)
+            self._room[load].append(wire)
+            if not 200 <= status < 300:
+                if status == 429:
+                    self._on_pushback()
+                self._sink.requeue(exchange.job.fallback)
+                continue
+            try:
+                exchange.job.done()
+            finally:
+                self._sink.finished(exchange.started)
 
     def _give_idle(self) -> None:
         done, self._releasing = self._releasing, None
-        if not self._waiting and not self._busy:
-            for wire in self._idle:
+        if not self._waiting and not self._in_flight:
+            for wire in self._room[0]:
                 self._selector.unregister(wire.sock)
+                del self._flights[wire], self._data[wire]
                 self._wires -= 1
                 self._connections.give(wire)
-            self._idle = []
+            self._room[0] = []
         if done is not None:
             done.set()
 
@@ -273,32 +318,32 @@ class Bulk:
         if now < self._next_look:  # not at every wake-up: that was a look at every exchange per answer
             return
         self._next_look = now + LOOK_EVERY
-        for wire, exchange in list(self._busy.items()):
-            if exchange.due < now:
-                self._drop(wire, exchange)
+        for wire, flight in list(self._flights.items()):
+            if flight and flight[0].due < now:
+                self._drop(wire)
 
-    def _drop(self, wire: Wire, exchange: _Exchange) -> None:
-        """Close the connection; its object goes back to the workers."""
-        self._busy.pop(wire, None)
-        self._close(wire)
-        self._sink.requeue(exchange.job.fallback)
-
-    def _close(self, wire: Wire) -> None:
+    def _drop(self, wire: Wire, placed: bool = True) -> None:
+        """Close the connection; the objects it had in flight go back to the workers.
+        `placed`: it is in _room (not while _send holds it)."""
+        flight = self._flights.pop(wire)
+        del self._data[wire]
+        if placed and len(flight) < PIPELINE:
+            self._room[len(flight)].remove(wire)
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(wire.sock)
         wire.close()
         self._wires -= 1
+        self._in_flight -= len(flight)
+        for exchange in flight:
+            self._sink.requeue(exchange.job.fallback)
 
     def _shut(self) -> None:
         self._stopped = True
         self._hand_back_incoming()
-        for wire, exchange in list(self._busy.items()):
-            self._drop(wire, exchange)
+        for wire in list(self._flights):
+            self._drop(wire)
         while self._waiting:
             self._sink.requeue(self._waiting.popleft().fallback)
-        for wire in self._idle:
-            wire.close()
-        self._idle = []
         while self._opening:  # the openers still under way end soon; close what they bring
             opened = self._opened.get(timeout=60)
             self._opening -= 1
@@ -309,9 +354,10 @@ class Bulk:
         self._wake_w.close()
 
 
-def _complete(data: bytearray) -> tuple[int, bool] | None:
-    """(status, True) once `data` holds one whole answer with a Content-Length; (status,
-    False) or (-1, False) for an answer read elsewhere; None while it is incomplete.
+def _complete(data: bytearray) -> tuple[int, int] | None:
+    """(status, where it ends) once `data` starts with one whole answer with a
+    Content-Length (the next answer on the connection may follow it); (status, -1) or
+    (-1, -1) for an answer read elsewhere; None while it is incomplete.
 
     Only what decides whether the answer is complete and the connection reusable is read,
     from the bytes: wire.parse_head (every header into a dict) took 12 us per answer
@@ -322,17 +368,17 @@ def _complete(data: bytearray) -> tuple[int, bool] | None:
         return None
     head = bytes(data[:end]).lower()
     if not head.startswith(b"http/1.1 ") or not head[9:12].isdigit():
-        return -1, False
+        return -1, -1
     status = int(head[9:12])
     at = head.find(b"\r\ncontent-length:")
     if at < 0 or b"\r\nconnection: close" in head or 100 <= status < 200:
-        return status, False
+        return status, -1
     line_end = head.find(b"\r\n", at + 2)
     try:
         length = int(head[at + 17 : line_end if line_end > 0 else None])
     except ValueError:
-        return -1, False
-    have = len(data) - end - 4
-    if have < length:
-        return None
-    return status, have == length
+        return -1, -1
+    if length < 0:
+        return -1, -1
+    whole = end + 4 + length
+    return (status, whole) if len(data) >= whole else None

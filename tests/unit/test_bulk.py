@@ -21,8 +21,9 @@ CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\
 
 
 class Server:
-    """Answers each request by its path: `script(path)` gives the bytes to send, b"" to
-    close the connection, None to never answer."""
+    """Answers each request by its path, in order, pipelined ones too: `script(path)`
+    gives the bytes to send, b"" to close the connection, None to never answer (nor
+    anything sent after it on that connection)."""
 
     def __init__(self, script: Callable[[str], bytes | None]) -> None:
         self.script = script
@@ -51,8 +52,10 @@ class Server:
                     length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
                     data = rest[length:]
                     answer = self.script(head.split(b" ")[1].decode())
-                    if answer is None:
-                        continue
+                    if answer is None:  # in order, as HTTP/1.1 answers: nothing after it either
+                        while conn.recv(65536):
+                            pass
+                        return
                     if answer == b"":
                         return
                     conn.sendall(answer)
@@ -266,3 +269,32 @@ def test_a_path_that_cannot_be_sent_goes_to_the_workers_and_the_rest_goes_on():
     done, sink, _ = run(lambda path: OK, ["/o/bad\r\nX-Injected: 1", "/o/good"], cap=1)
     assert done == ["/o/good"]
     assert sink.requeued == ["fallback /o/bad\r\nX-Injected: 1"] and sink.failures == []
+
+
+def test_beyond_the_connections_a_second_request_waits_behind_the_first():
+    """cap 4 is two connections with two requests in flight on each (an HTTP/1.1
+    pipeline): half the TLS handshakes, the same number of requests in flight."""
+    server = Server(lambda path: OK)
+    sink = Sink()
+    recorded = threading.Semaphore(0)
+    api = type("S", (), {"finished": lambda s, t: recorded.release(), "requeue": lambda s, job: sink.requeue(job),
+                         "failed": lambda s, exc: sink.failures.append(exc)})()  # fmt: skip
+    bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, lambda: None, api, 4)
+    paths = [f"/o/{i}" for i in range(200)]
+    done: list[str] = []
+    for path in paths:
+        bulk.put(BulkPatch(path, b"{}", lambda path=path: done.append(path), lambda path=path: f"fallback {path}"))
+    for _ in paths:
+        assert recorded.acquire(timeout=5)
+    bulk.close()
+    server.close()
+    assert sorted(done) == sorted(paths) and sink.requeued == [] and sink.failures == []
+    assert server.connections == 2  # four before
+
+
+def test_what_waits_behind_an_answer_that_never_comes_goes_back_with_it():
+    started = time.monotonic()
+    done, sink, server = run(lambda path: None if path == "/hung" else OK, ["/hung", "/behind"], timeout=0.5, cap=2)
+    assert done == [] and sorted(sink.requeued) == ["fallback /behind", "fallback /hung"]
+    assert server.connections == 1
+    assert 0.5 <= time.monotonic() - started < 3
