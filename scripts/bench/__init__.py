@@ -1,0 +1,14 @@
+"""The benchmark behind ``python scripts/benchmark.py`` / ``make bench``, one module per job:
+
+measure.py     run one command: wall time, CPU and peak RSS from os.wait4 in a small launcher
+kube.py        the benchmark's own API client (urllib3) and the fixtures: namespaces, CRDs, objects
+peers.py       what is measured: the tool (as a kubectl plugin), plain kubectl, the ceiling program
+small.py       case 1: small teardowns, the tool against the kubectl 3-step sequence
+throughput.py  cases 2-4: throughput and the far cluster against the ceiling, the tool's peak RSS
+report.py      tables for people, one JSON document (--json) for programs (scripts/bench_compare.py)
+cli.py         the flags and the order of the cases
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,165 @@
+"""Benchmark kubectl-unfinalize on a local control plane, in one run, against two references:
+
+1. small-N teardown: ``kubectl unfinalize -f crds.yaml --delete`` (the one-file binary
+   dist/kubectl-unfinalize, run as a kubectl plugin) against the plain kubectl sequence
+   (delete the objects --wait=false, merge-patch their finalizers away, delete the CRDs
+   and wait): 1 CRD with 3 stuck objects, and 4 CRDs with 10 in 2 namespaces; median,
+   min and max of --runs runs each (setup before each run is not timed).
+2. throughput: ``kubectl unfinalize crd NAME -q`` against the ceiling program
+   (bench/ceiling: client-go, metadata-only list, 64 merge patches in flight, no client
+   rate limit) doing the same job on an identical fresh CRD: objects/s, client CPU per
+   object (user+sys of the process and its children), peak RSS.
+3. far cluster: the same through a loopback proxy adding 50 ms each way (100 ms round trip).
+4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
+
+    python scripts/benchmark.py                       # everything, own control plane
+    python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
+    python scripts/benchmark.py --only throughput -n 2000
+    python scripts/benchmark.py --kubeconfig ~/.kube/config --only small
+    python scripts/benchmark.py --tool "python kubectl-unfinalize"   # the checkout, not dist/
+    python scripts/benchmark.py --json base.json      # also every sample, medians and ratios
+    python scripts/bench_compare.py base.json new.json   # two such runs side by side, new/base
+
+--json PATH writes one document: the settings, what ran, every run's raw samples and the
+computed figures (medians, ratios) under stable dotted keys; it is rewritten after each
+case ("complete": false until the end). --json - writes it to stdout at the end, and the
+tables go to stderr instead.
+
+Not a test. The figures depend on the machine, and the API server, etcd, the client and
+this script share it: on a shared 2-core machine the absolute numbers mean little, and
+only the ratios within one run are meaningful.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+from pathlib import Path
+
+from controlplane import K8S_VERSION, ControlPlane, find_binaries
+
+from . import ROOT, small
+from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
+from .measure import log
+from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
+from .report import Report
+from .throughput import Results, Throughput
+
+SECTIONS = ["small", "throughput", "far", "rss"]
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="benchmark.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", choices=SECTIONS, action="append", help="repeatable")
+    parser.add_argument("--runs", type=int, help="runs per small-N case (default 10)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per throughput/far size; medians (default 1)")
+    parser.add_argument("-n", type=int, action="append", metavar="N", help="throughput sizes (default 2000, 10000)")
+    parser.add_argument("--far-n", type=int, action="append", metavar="N", help="far sizes (default 2000, 5000)")
+    parser.add_argument("--delay", type=float, default=0.05, help="far: seconds added each way (default 0.05)")
+    parser.add_argument("--large", action="store_true", help="rss: also N=100,000")
+    parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
+    parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
+    parser.add_argument(
+        "--tool", help='command to measure instead of dist/kubectl-unfinalize, e.g. "python kubectl-unfinalize"'
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", help="also write samples and figures as JSON to PATH (- for stdout, tables on stderr)"
+    )
+    args = parser.parse_args(argv)
+    args.sections = args.only or SECTIONS
+    args.runs = args.runs or (3 if args.quick else 10)
+    args.sizes = args.n or ([200] if args.quick else [2000, 10000])
+    args.far_sizes = args.far_n or ([200] if args.quick else [2000, 5000])
+    args.rss_sizes = [200] if args.quick else [10000] + ([100000] if args.large else [])
+    return args
+
+
+def settings(args: argparse.Namespace) -> dict:
+    """What the run was asked to do, for the JSON document: the same flags repeat it."""
+    return {
+        "sections": [s for s in SECTIONS if s in args.sections],
+        "runs": args.runs,
+        "repeat": args.repeat,
+        "sizes": args.sizes,
+        "far_sizes": args.far_sizes,
+        "delay_s": args.delay,
+        "rss_sizes": args.rss_sizes,
+        "quick": args.quick,
+        "tool": args.tool,
+        "kubeconfig": args.kubeconfig,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    out = sys.stderr if args.json == "-" else sys.stdout
+    report = Report(out, args.json, ["scripts/benchmark.py", *(sys.argv[1:] if argv is None else argv)], settings(args))
+    tool = resolve_tool(args.tool)
+    kubectl = find_binaries(("kubectl",))["kubectl"]
+    ceiling = build_ceiling()
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unfinalize-bench-")))
+        kubeconfig = args.kubeconfig
+        if not kubeconfig:
+            log("starting a local control plane")
+            kubeconfig = stack.enter_context(ControlPlane()).kubeconfig
+        kube = Kube(kubeconfig)
+        stack.callback(kube.close)
+        peers = Peers(kubectl, tool, ceiling, workdir)
+        env = peers.env_for(kubeconfig)
+        namespaces = kube.namespaces()
+        notes = []
+        if args.tool:
+            notes.append(f"measuring --tool {args.tool!r} instead of {DEFAULT_TOOL.relative_to(ROOT)}")
+        if args.kubeconfig is None:
+            notes.append(f"local control plane {K8S_VERSION}: etcd, kube-apiserver, kube-controller-manager here")
+        report.environment(peers.versions(kube, env), notes)
+
+        if "small" in args.sections:
+            startup = small.startup(peers, env, args.runs)
+            cases = [small.run_case(c, kube, peers, env, namespaces, args.runs, workdir) for c in small.cases()]
+            report.small(
+                startup,
+                cases,
+                args.runs,
+                [
+                    "tool: kubectl unfinalize -f crds.yaml --delete (finds the objects itself)",
+                    "kubectl: delete -f objects.yaml --wait=false; patch -f objects.yaml --type=merge"
+                    f" -p '{PATCH}'; delete -f crds.yaml (waits). Setup before each run is not timed.",
+                    "tool/kubectl < 1: the tool is faster.",
+                ],
+            )
+        bench = Throughput(kube, peers, namespaces, workdir)
+        notes = [
+            "each cell: tool / ceiling. tool: kubectl-unfinalize crd NAME -q, run as kubectl would exec it;"
+            " ceiling: bench/ceiling (client-go).",
+            f"{NAMESPACES} namespaces, {len(FINALIZERS)} finalizers per object, a fresh identical CRD per run;"
+            " CPU = user+sys of the process and its children.",
+        ]
+        throughput: Results = {}
+        if "throughput" in args.sections:
+            throughput = bench.compare(args.sizes, args.repeat, kubeconfig, "throughput")
+            reps = f", median of {args.repeat}" if args.repeat > 1 else ""
+            report.throughput(
+                "throughput", f"2. throughput, tool vs ceiling{reps}", throughput, notes, {"repeat": args.repeat}
+            )
+        if "far" in args.sections:
+            with bench.far(args.delay) as (far, proxy):
+                results = bench.compare(args.far_sizes, args.repeat, far, "far")
+                accepted = proxy.accepted
+            report.throughput(
+                "far",
+                f"3. far cluster: +{args.delay * 1000:.0f} ms each way through a loopback proxy"
+                f" ({args.delay * 2000:.0f} ms round trip)",
+                results,
+                [*notes, f"the proxy accepted {accepted} TCP connections in all (ceiling: HTTP/2, one per run)."],
+                {"repeat": args.repeat, "delay_s": args.delay, "proxy_connections": accepted},
+            )
+        if "rss" in args.sections:
+            report.rss(*bench.rss(args.rss_sizes, kubeconfig, throughput))
+    report.finish()
+    return 0
