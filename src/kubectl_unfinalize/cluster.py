@@ -109,7 +109,10 @@ class HttpCluster:
         return self.transport.pushbacks
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self.transport.request(method, path, deadline=self.deadline, **kwargs)
+        """Every verb here may be sent again after a dropped connection: reads and reviews
+        change nothing, the finalizer patches and deletes end in the same state (a 404 or
+        409 on the second try is read as such). A verb added later must decide for itself."""
+        return self.transport.request(method, path, deadline=self.deadline, idempotent=True, **kwargs)
 
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         for page in self._pages(resource, query, METADATA_LIST):
@@ -228,7 +231,9 @@ class HttpCluster:
             answer = self._request(
                 "DELETE", ref.resource.path(ref.namespace, ref.name), query=query, body=body, accept=METADATA_OBJECT
             )
-        except NotFound:
+        except NotFound as exc:
+            if exc.ambiguous:  # the connection dropped after the server took the first DELETE
+                return Deleted("", None)
             return None
         answer = answer or {}
         if answer.get("kind") == "Status":  # deleted at once; some built-ins answer this way
@@ -291,7 +296,7 @@ class HttpCluster:
         return str(((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "")
 
 
-def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[], object]) -> BulkPatch:
+def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[bool], object]) -> BulkPatch:
     """The patch that removes every finalizer of `meta`, for Cluster.bulk()."""
     ref = meta.ref
     return BulkPatch(ref.resource.path(ref.namespace, ref.name), REMOVE_ALL, done, fallback)

@@ -203,7 +203,7 @@ def list_names(kind: str, values: dict[str, object]) -> list[str]:
     options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, pool_size=1, verbosity=0)
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
     with connect(options) as transport:
-        body = transport.request("GET", path, accept=METADATA_LIST)
+        body = transport.request("GET", path, accept=METADATA_LIST, idempotent=True)
     return [item["metadata"]["name"] for item in (body or {}).get("items") or []]
 
 

@@ -13,7 +13,7 @@ from functools import partial
 
 from . import diagnose
 from .cluster import ListQuery, crd_ref
-from .errors import Forbidden, Invalid, UnfinalizeError
+from .errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from .freeing import Freer
 from .mapper import Mapper
 from .model import CRD, Action, ObjectMeta
@@ -53,6 +53,8 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
                     yield freer.fast(meta, partial(_free_instance, freer, state, meta))
+    except DeadlineExceeded:
+        state.listed = False  # the diagnosis at the deadline says what is left
     except UnfinalizeError as exc:
         state.listed = False
         message = diagnose.list_failure(exc, state.crd.resource)
@@ -61,22 +63,23 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
         pages.close()
 
 
-def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta) -> None:
-    if not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta)):
+def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
+    if not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent)):
         with freer.lock:
             state.counting += 1
 
 
-def _delete_then_free(freer: Freer, meta: ObjectMeta) -> bool:
+def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
     """Instances are deleted silently (the CRD's own line says it): the DELETE is there
-    to set the deletionTimestamp before the finalizers go."""
+    to set the deletionTimestamp before the finalizers go. `sent`: the bulk sender sent
+    the finalizer patch already, and no answer came."""
     options = freer.options
     if options.delete and not meta.terminating and options.dry_run.sends_writes:
         deleted = freer.cluster.delete(meta.ref, options.dry_run)
         if deleted is None or deleted.remaining is None:
             return True  # gone already, or gone at once
         meta = deleted.remaining
-    return freer.free(meta)
+    return freer.free(meta, sent)
 
 
 def delete(freer: Freer, pool: Mapper, states: list[CrdState]) -> None:

@@ -176,10 +176,12 @@ class Engine:
         for obj in pending.objects:
             yield partial(self.freer.contain, obj.ref, "free", partial(objects.free, self.freer, obj))
 
-    def _job_done(self, latency: float) -> None:
-        """On a worker, after each job."""
+    def _job_done(self, latency: float, counted: bool) -> None:
+        """On a worker, after each job (the preflight's, CRD deletes' and final lists'
+        are not the pass's objects: not counted in its progress)."""
         self.pacing.completed(latency, self.cluster.pushbacks)
-        self._done += 1  # read only for progress: an occasional lost count is harmless
+        if counted:
+            self._done += 1  # read only for progress: an occasional lost count is harmless
 
     def _final_check(self, pending: _Targets, report: Report) -> None:
         self.workers.release_connections()  # its lists run on the workers' threads

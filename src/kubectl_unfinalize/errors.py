@@ -45,6 +45,10 @@ class Unreachable(ClusterError):
     """Connection refused, DNS failure, TLS failure, or out of time while retrying those."""
 
 
+class DeadlineExceeded(ClusterError):
+    """The run's time was up before a request could be sent: nothing was sent."""
+
+
 class PermissionDenied(ClusterError):
     """RBAC forbids a verb the plan needs; raised before anything is changed."""
 

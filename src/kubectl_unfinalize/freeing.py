@@ -11,7 +11,7 @@ from functools import partial
 from . import diagnose
 from .cluster import Cluster, remove_all
 from .deadline import Deadline
-from .errors import Conflict, NotFound, UnfinalizeError
+from .errors import Conflict, DeadlineExceeded, NotFound, UnfinalizeError
 from .model import Action, ObjectKey, ObjectMeta, ObjectRef, Resource
 from .options import DryRun, Options
 from .outcomes import OutcomeBook
@@ -39,10 +39,11 @@ class Freer:
             return False
         return bool(self.options.removable(list(meta.finalizers)))
 
-    def fast(self, meta: ObjectMeta, job: Callable[[], object]) -> Callable[[], object]:
+    def fast(self, meta: ObjectMeta, job: Callable[..., object]) -> Callable[[], object]:
         """`job`, or the bulk patch that removes every finalizer when that is all `job`
         would write (no finalizer named, no dry run, nothing to delete first); the bulk
-        sender runs `job` instead after any answer but a 2xx."""
+        sender runs `job` instead after any answer but a 2xx, as `job(True)` when the
+        patch went out and no answer came (it may have been applied)."""
         options = self.options
         if options.finalizers or options.dry_run is not DryRun.NONE or (options.delete and not meta.terminating):
             return job
@@ -56,8 +57,9 @@ class Freer:
         self.book.record(ObjectKey.of(ref), self.book.outcome(ref, Action.GONE, message="not found"), first_only=True)
         return True
 
-    def free(self, meta: ObjectMeta) -> bool:
-        """Remove the finalizers this run removes; True when the object is free."""
+    def free(self, meta: ObjectMeta, sent: bool = False) -> bool:
+        """Remove the finalizers this run removes; True when the object is free. `sent`:
+        this patch was sent before and no answer came, so a 404 means it was applied."""
         options = self.options
         removed = options.removable(list(meta.finalizers))
         for _ in range(CONFLICT_RETRIES):
@@ -66,18 +68,20 @@ class Freer:
                 try:
                     self.cluster.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
-                    if exc.ambiguous:  # the connection dropped after the server applied our patch
+                    if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
                         return self.freed(meta, removed, "gone right after the patch")
                     self.book.of(meta, Action.GONE, [], "already gone")
                     return True
-                except Conflict:
+                except Conflict as exc:
                     fresh = self.cluster.get_meta(meta.ref)
                     if fresh is None or fresh.uid != meta.uid:
                         self.book.of(meta, Action.GONE, [], "already gone")
                         return True
-                    meta, removed = fresh, options.removable(list(fresh.finalizers))
-                    if not removed:
-                        return True
+                    now = options.removable(list(fresh.finalizers))
+                    if not now:
+                        # Nothing left to remove; ours, when an earlier try went through.
+                        return self.freed(meta, removed) if exc.ambiguous else True
+                    meta, removed = fresh, now
                     continue
             return self.freed(meta, removed)
         self.book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
@@ -96,6 +100,8 @@ class Freer:
         """Run one object's job on a worker; its failure becomes its outcome."""
         try:
             return job()
+        except DeadlineExceeded:
+            pass  # not sent: what still blocks is said by the diagnosis at the deadline
         except UnfinalizeError as exc:
             self.book.add(ref, Action.FAILED, message=diagnose.explain(exc, verb, ref.resource))
         except Exception as exc:  # noqa: BLE001 - contained: one object's bug must not lose the report

@@ -15,7 +15,7 @@ from functools import partial
 from . import diagnose, namespaces
 from .access import NamespaceAccess
 from .cluster import ListQuery, namespace_ref
-from .errors import UnfinalizeError
+from .errors import DeadlineExceeded, UnfinalizeError
 from .freeing import Freer
 from .model import Action, ObjectMeta, ObjectRef, Resource
 
@@ -52,11 +52,10 @@ class NamespaceSweep:
         ref = namespace_ref(state.name)
         try:
             meta = self.freer.cluster.get_meta(ref)
+        except DeadlineExceeded:
+            return  # the diagnosis says what is left
         except UnfinalizeError as exc:
-            if not self.freer.deadline.expired():  # cut short by the deadline: the diagnosis says what is left
-                self.freer.book.add(
-                    ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get"
-                )
+            self.freer.book.add(ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get")
             return
         if meta is None:
             if state.uid is None:
@@ -119,9 +118,10 @@ class NamespaceSweep:
         if self.discovery is None:
             try:
                 self.discovery = namespaces.discover(self.freer.cluster)
+            except DeadlineExceeded:
+                return None
             except UnfinalizeError as exc:
-                if not self.freer.deadline.expired():
-                    self.freer.book.add(ref, Action.FAILED, message=f"cannot discover the API's resource types: {exc}")
+                self.freer.book.add(ref, Action.FAILED, message=f"cannot discover the API's resource types: {exc}")
                 return None
             self.unavailable += [gv for gv in self.discovery.unavailable if gv not in self.unavailable]
         return self.discovery
@@ -140,12 +140,13 @@ class NamespaceSweep:
                     self.freer.seen.add(meta.uid)
                     if self.freer.wanted(meta):
                         wanted.append(meta)
+        except DeadlineExceeded:
+            pass
         except UnfinalizeError as exc:
-            if not self.freer.deadline.expired():
-                message = diagnose.list_failure(exc, resource)
-                self.freer.book.add(
-                    namespace_ref(namespace), Action.FAILED, message=message, aspect=f"list {resource.qualified}"
-                )
+            message = diagnose.list_failure(exc, resource)
+            self.freer.book.add(
+                namespace_ref(namespace), Action.FAILED, message=message, aspect=f"list {resource.qualified}"
+            )
         return count, wanted
 
     def _who(self) -> str:

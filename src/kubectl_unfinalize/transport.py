@@ -20,7 +20,7 @@ from ._version import __version__
 from .connections import Connections, NotSent, Response, header_lines
 from .connections import reason as failure
 from .deadline import NO_DEADLINE, Deadline
-from .errors import ApiError, ConfigError, Unreachable, api_error_class
+from .errors import ApiError, ConfigError, DeadlineExceeded, Unreachable, api_error_class
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -32,6 +32,7 @@ MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likel
 MAX_BACKOFF = 2.0  # an API server restart takes seconds: notice its return quickly
 MAX_RETRY_AFTER = 30.0
 READ_TIMEOUT = 60.0
+MIN_TIME = 0.01  # a request with less time than this left is not sent: it could only time out
 LOG_BODY = 1000
 
 Log = Callable[[str], None]
@@ -112,7 +113,7 @@ class Transport:
             return self._auth()
 
     def timeout(self, deadline: Deadline) -> float:
-        return max(deadline.cap(self.request_timeout or READ_TIMEOUT), 0.001)
+        return max(deadline.cap(self.request_timeout or READ_TIMEOUT), MIN_TIME)
 
     def request(
         self,
@@ -125,10 +126,13 @@ class Transport:
         accept: str = JSON,
         deadline: Deadline = NO_DEADLINE,
         decode: bool = True,
+        idempotent: bool = False,
     ) -> Any:
-        """Send one request, retrying what is safe to retry until `deadline`; return the
-        decoded JSON body (None with decode=False: a bulk write's answer is not read).
-        Raises a typed ApiError or Unreachable."""
+        """Send one request, retrying until `deadline` what the server refused (429, 5xx)
+        or never saw (no connection); one that failed after it may have reached the server
+        is sent again only when the verb says it is `idempotent`. Return the decoded JSON
+        body (None with decode=False: a bulk write's answer is not read). Raises a typed
+        ApiError, Unreachable, or DeadlineExceeded when the time was up before sending."""
         target = self._prefix + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
         if params:
@@ -143,6 +147,8 @@ class Transport:
         ambiguous = False
         while True:
             attempt += 1
+            if deadline.remaining() < MIN_TIME:
+                raise DeadlineExceeded(f"out of time before {method} {path} could be sent")
             started = time.monotonic()
             try:
                 response = self.connections.send(
@@ -152,8 +158,14 @@ class Transport:
                 raise ConfigError(str(exc)) from None
             except OSError as exc:
                 self._trace(method, url, f"error {failure(exc)}", started, attempt, None)
-                ambiguous = ambiguous or not isinstance(exc, NotSent)
+                sent = not isinstance(exc, NotSent)
+                ambiguous = ambiguous or sent
                 delay = _backoff(attempt)
+                if sent and not idempotent:
+                    raise Unreachable(
+                        f"lost the connection to the API server at {self.host} during {method} {path}"
+                        f" ({failure(exc)}); not sent again, since it may have been applied"
+                    ) from exc
                 if not ((bounded and self.reached) or attempt < MAX_CONNECT_ATTEMPTS) or delay >= deadline.remaining():
                     raise Unreachable(f"cannot reach the API server at {self.host}: {failure(exc)}") from exc
                 self.sleep(delay)

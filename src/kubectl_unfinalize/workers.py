@@ -27,7 +27,7 @@ R = TypeVar("R")
 
 
 class Workers:
-    def __init__(self, size: int, limit: Callable[[], int], on_done: Callable[[float], None]) -> None:
+    def __init__(self, size: int, limit: Callable[[], int], on_done: Callable[[float, bool], None]) -> None:
         self._limit = limit
         self._on_done = on_done
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
@@ -61,9 +61,10 @@ class Workers:
                 thread.start()
         self._jobs.put(job)
 
-    def finished(self, started: float) -> None:
-        """A job in flight is done (on a thread, or answered to the bulk sender)."""
-        self._on_done(time.monotonic() - started)
+    def finished(self, started: float, counted: bool = True) -> None:
+        """A job in flight is done (on a thread, or answered to the bulk sender).
+        `counted`: one of the run's jobs, shown in its progress (map()'s are not)."""
+        self._on_done(time.monotonic() - started, counted)
         with self._changed:
             self._inflight -= 1
             if self._inflight <= self._limit() * 3 // 4:
@@ -98,7 +99,7 @@ class Workers:
                 errors.append(exc)
 
         for index, item in enumerate(items):
-            self.submit(partial(one, index, item))
+            self.submit(_Uncounted(partial(one, index, item)))
         self.drain()
         if errors:
             raise errors[0]
@@ -125,7 +126,19 @@ class Workers:
                 self.failed(exc)
             with self._changed:
                 self._on_threads -= 1
-            self.finished(started)
+            self.finished(started, not isinstance(job, _Uncounted))
+
+
+class _Uncounted:
+    """A job of map(): it runs like any other but is not one of the run's objects."""
+
+    __slots__ = ("_job",)
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+
+    def __call__(self) -> object:
+        return self._job()
 
 
 class ReadAhead(Iterator[T]):

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from kubectl_unfinalize.connections import NotSent, Response
-from kubectl_unfinalize.errors import ApiError, Unreachable
+from kubectl_unfinalize.deadline import Deadline
+from kubectl_unfinalize.errors import ApiError, DeadlineExceeded, Unreachable
 from kubectl_unfinalize.transport import Transport
 
 REFUSED = NotSent("[Errno 111] Connection refused")
@@ -63,7 +64,13 @@ def test_429_honours_retry_after():
 def test_5xx_and_dropped_connections_are_retried_with_backoff():
     pool = ScriptedPool((503, {}, {}), ConnectionResetError("connection reset"), (500, {}, {}), (200, {}, {}))
     t = transport(pool)
-    t.request("PATCH", "/x", body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
+    t.request(
+        "PATCH",
+        "/x",
+        body={"metadata": {"finalizers": None}},
+        content_type="application/merge-patch+json",
+        idempotent=True,
+    )
     assert len(pool.requests) == 4 and len(t.sleeps) == 3
     assert all(0 < s <= 5 for s in t.sleeps)
     assert pool.requests[0][2] == b'{"metadata":{"finalizers":null}}'
@@ -166,7 +173,7 @@ def test_a_404_after_a_dropped_connection_is_marked_ambiguous(monkeypatch):
     t = clocked(pool, clock)
     t.request("GET", "/api")
     with pytest.raises(NotFound) as info:
-        t.request("PATCH", "/x", body={}, deadline=Deadline(30))
+        t.request("PATCH", "/x", body={}, deadline=Deadline(30), idempotent=True)
     assert info.value.ambiguous
 
 
@@ -205,3 +212,32 @@ def test_a_token_with_a_line_break_is_a_configuration_error_and_nothing_is_sent(
     with pytest.raises(ConfigError, match="Authorization header"):
         t.request("GET", "/api")
     assert pool.requests == []
+
+
+def test_a_write_that_may_have_reached_the_server_is_not_sent_again_unless_idempotent():
+    """Only the verbs that end in the same state when applied twice declare it; a write
+    added later is not repeated blindly after a dropped connection."""
+    pool = ScriptedPool(ConnectionResetError("connection reset"), (200, {}, {}))
+    with pytest.raises(Unreachable, match="not sent again, since it may have been applied"):
+        transport(pool).request("POST", "/x", body={})
+    assert len(pool.requests) == 1
+    pool = ScriptedPool(REFUSED, (503, {}, {}), (200, {}, {}))  # never reached, and refused: sent again
+    transport(pool).request("POST", "/x", body={})
+    assert len(pool.requests) == 3
+
+
+def test_nothing_is_sent_once_the_deadline_has_passed():
+    pool = ScriptedPool((200, {}, {}))
+    with pytest.raises(DeadlineExceeded, match="out of time before GET /api could be sent"):
+        transport(pool).request("GET", "/api", deadline=Deadline(0))
+    assert pool.requests == []
+
+
+def test_a_retry_that_would_start_after_the_deadline_is_not_sent():
+    pool = ScriptedPool((503, {}, {}), (200, {}, {}))
+    t = transport(pool)
+    deadline = Deadline(5)
+    t.sleep = lambda seconds: setattr(deadline, "at", deadline.at - 10)  # the backoff outlasts the deadline
+    with pytest.raises(DeadlineExceeded):
+        t.request("GET", "/api", deadline=deadline, idempotent=True)
+    assert len(pool.requests) == 1

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kubectl_unfinalize.wire import ProtocolError, Wire, header_lines, request_head
+from kubectl_unfinalize.wire import Parser, ProtocolError, Wire, header_lines, request_head
 
 HEAD = request_head("GET", "/version", "cluster:6443", header_lines([("Accept", "application/json")]), None)
 
@@ -104,3 +104,43 @@ def test_a_header_value_with_a_line_break_is_refused_before_sending():
         request_head("GET", "/api/v1/namespaces/a\nX-Injected: 1", "h", b"", None)
     head = request_head("GET", "/", "h", header_lines([("Impersonate-Group", "a"), ("Impersonate-Group", "b")]), None)
     assert head == b"GET / HTTP/1.1\r\nHost: h\r\nImpersonate-Group: a\r\nImpersonate-Group: b\r\n\r\n"
+
+
+def test_the_parser_keeps_its_place_across_pieces_and_answers():
+    """The bulk sender feeds bytes as they arrive on a non-blocking socket; two answers
+    and a chunked body split anywhere come out whole, in order, nothing left over."""
+    body = b'{"metadata":{"annotations":{"a":"' + b"x" * 5000 + b'"}}}'
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + 2048]), body[i : i + 2048]) for i in range(0, len(body), 2048)
+    )
+    stream = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n" + chunks + b"0\r\n\r\n"
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    for piece in (1, 13, 2048, len(stream)):
+        parser, buf, answers = Parser(), bytearray(), []
+        for i in range(0, len(stream), piece):
+            buf += stream[i : i + piece]
+            while (answer := parser.feed(buf)) is not None:
+                answers.append(answer)
+        assert [(a.status, a.data) for a in answers] == [(200, body), (404, b"{}")]  # Transfer-Encoding wins
+        assert not buf and parser.idle
+
+
+def test_a_body_to_the_end_of_the_connection_ends_there():
+    parser, buf = Parser(), bytearray(b"HTTP/1.1 200 OK\r\n\r\npart")
+    assert parser.feed(buf) is None and parser.to_eof
+    buf += b" two"
+    assert parser.feed(buf) is None
+    answer = parser.at_eof(buf)
+    assert answer.data == b"part two" and answer.will_close
+    with pytest.raises(ConnectionResetError):
+        Parser().at_eof(bytearray(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort"))
+
+
+def test_an_answer_without_a_body_to_a_request_without_one():
+    parser = Parser()
+    parser.expect_body = False  # CONNECT: what follows the head is the tunnel's
+    buf = bytearray(b"HTTP/1.1 200 Connection established\r\n\r\n\x16\x03\x01")
+    answer = parser.feed(buf)
+    assert answer is not None and answer.status == 200 and bytes(buf) == b"\x16\x03\x01"

@@ -9,7 +9,7 @@ from kubectl_unfinalize.workers import Workers
 
 
 def workers(size=4, limit=4):
-    return Workers(size, lambda: limit, lambda latency: None)
+    return Workers(size, lambda: limit, lambda latency, counted: None)
 
 
 def test_map_keeps_the_order_and_runs_on_the_workers_threads():
@@ -111,3 +111,24 @@ def test_threads_are_started_only_as_the_jobs_in_flight_need_them():
         assert names == {"unfinalize-0", "unfinalize-1", "unfinalize-2"}
     finally:
         pool.close()
+
+
+def test_map_jobs_are_not_counted_as_the_runs_jobs():
+    """Progress counts the pass's objects; the preflight's, the CRD deletes' and the
+    final check's jobs run on the same threads but showed as 609/600 objects."""
+    counted: list[bool] = []
+    lock = threading.Lock()
+
+    def on_done(latency, is_counted):
+        with lock:
+            counted.append(is_counted)
+
+    pool = Workers(4, lambda: 4, on_done)
+    try:
+        pool.map(lambda x: x, range(3))
+        for _ in range(2):
+            pool.submit(lambda: None)
+        pool.drain()
+    finally:
+        pool.close()
+    assert sorted(counted) == [False, False, False, True, True]
