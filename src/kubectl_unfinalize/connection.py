@@ -18,6 +18,7 @@ from .errors import ConfigError
 from .kubeconfig import StaticConfig, static_config
 from .manifests import yaml_problem
 from .options import ConnectionOptions
+from .proxies import proxy_for
 from .transport import Transport
 
 __all__ = ["ConnectionOptions", "connect", "kubeconfig_paths"]
@@ -38,6 +39,7 @@ def connect(options: ConnectionOptions) -> Transport:
 def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
     import tempfile
 
+    proxy = proxy_for(static.server, static.proxy_url)
     try:
         context = ssl.create_default_context(
             cafile=static.ca_file, cadata=static.ca_data.decode() if static.ca_data else None
@@ -60,7 +62,7 @@ def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
             except OSError as exc:
                 raise ConfigError(f"file not found: {exc.filename}") from exc
     token = f"Bearer {static.token}" if static.token else None
-    endpoint = Endpoint(static.server, context, static.tls_server_name)
+    endpoint = Endpoint(static.server, context, static.tls_server_name, proxy)
     return _transport(options, endpoint, token, static.namespace, static.context)
 
 
@@ -103,6 +105,7 @@ def _through_client(options: ConnectionOptions) -> Transport:
     from kubernetes.config.config_exception import ConfigException
 
     config = Configuration()
+    config.proxy = None  # the client may have read the environment: after loading, only a proxy-url sets it
     try:
         namespace, context = _load(options, config)
     except ConfigException as exc:
@@ -118,7 +121,8 @@ def _through_client(options: ConnectionOptions) -> Transport:
     for path in (config.ssl_ca_cert, config.cert_file, config.key_file):
         if path and not os.path.exists(path):
             raise ConfigError(f"file not found: {path}")
-    endpoint = Endpoint(config.host, _tls_context(config), config.tls_server_name or None, config.proxy or None)
+    proxy = proxy_for(config.host, config.proxy or None)
+    endpoint = Endpoint(config.host, _tls_context(config), config.tls_server_name or None, proxy)
 
     def auth() -> str | None:
         settings = config.auth_settings().get("BearerToken")

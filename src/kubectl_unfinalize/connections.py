@@ -14,12 +14,13 @@ does not help: Python's TLS read retries a blocking socket's EAGAIN for ever.)
 
 from __future__ import annotations
 
+import base64
 import socket
 import ssl
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from .wire import ProtocolError, Response, Wire, header_lines, request_head
 
@@ -40,7 +41,11 @@ class Endpoint:
     url: str
     context: ssl.SSLContext | None = None
     server_hostname: str | None = None  # --tls-server-name: the name the certificate must carry
-    proxy: str | None = None  # http://host:port, tunnelled with CONNECT
+    proxy: str | None = None  # http://[user:password@]host:port (proxies.proxy_for), tunnelled with CONNECT
+
+    def __post_init__(self) -> None:
+        if self.proxy and urlsplit(self.proxy).scheme != "http":  # never a plaintext CONNECT to another kind
+            raise ValueError(f"not an http:// proxy: {urlsplit(self.proxy).scheme}")
 
     @property
     def host_header(self) -> str:
@@ -60,11 +65,14 @@ class Endpoint:
         try:
             sock = socket.create_connection(address, timeout)
         except OSError as exc:
-            raise NotSent(str(exc)) from exc
+            raise NotSent(str(exc)) from (_at_proxy(via, exc) if via else exc)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if via:
-                _tunnel(sock, self.host_header)
+                try:
+                    _tunnel(sock, f"[{host}]:{port}" if ":" in host else f"{host}:{port}", via)
+                except OSError as exc:
+                    raise _at_proxy(via, exc) from exc
             if target.scheme != "http":
                 context = self.context or ssl.create_default_context()
                 sock = context.wrap_socket(sock, server_hostname=self.server_hostname or host, session=session)
@@ -74,11 +82,22 @@ class Endpoint:
         return Wire(sock)
 
 
-def _tunnel(sock: socket.socket, authority: str) -> None:
-    head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode("latin-1")
-    answer = Wire(sock).exchange(head, None, expect_body=False)
+def _tunnel(sock: socket.socket, authority: str, via: SplitResult) -> None:
+    """Ask the proxy for a tunnel to `authority` (host:port, the port always written, as
+    CONNECT requires). The proxy URL's user and password go as Basic credentials,
+    percent-decoded the way Go's net/url reads them, so kubectl's proxy URLs work as they are."""
+    head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+    if via.username is not None:
+        pair = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+        head += f"Proxy-Authorization: Basic {base64.b64encode(pair).decode('ascii')}\r\n"
+    answer = Wire(sock).exchange((head + "\r\n").encode("latin-1"), None, expect_body=False)
     if answer.status != 200:
-        raise ProtocolError(f"the proxy refused the tunnel: {answer.status} {answer.reason}".strip())
+        raise ProtocolError(f"refused the tunnel to {authority}: {answer.status} {answer.reason}".strip())
+
+
+def _at_proxy(via: SplitResult, exc: OSError) -> OSError:
+    """`exc` as one line naming the proxy (never its credentials): a failure there is not the API server's."""
+    return OSError(f"proxy http://{via.netloc.rpartition('@')[2]}: {reason(exc)}")
 
 
 class Connections:

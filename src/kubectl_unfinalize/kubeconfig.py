@@ -3,9 +3,9 @@
 Importing the kubernetes client costs a third of a second or more per run (pydantic,
 requests, oauthlib, ...), more than a small teardown's whole work. Most kubeconfigs
 (kind, minikube, CI service accounts, client certificates) need none of it: a server,
-a CA, a client certificate or a token. This module resolves those, merging files as
-kubectl does (first file wins for each name and for current-context). Anything else
-(exec plugins, auth providers, basic auth, proxies, relative paths, or any error) is
+a CA, a client certificate or a token, perhaps a proxy-url. This module resolves those,
+merging files as kubectl does (first file wins for each name and for current-context).
+Anything else (exec plugins, auth providers, basic auth, relative paths, or any error) is
 answered None, and connection.py lets the kubernetes client load it, errors included.
 """
 
@@ -37,6 +37,7 @@ class StaticConfig:
     key_data: bytes | None = None
     insecure: bool = False
     tls_server_name: str | None = None
+    proxy_url: str | None = None  # the cluster's proxy-url; proxies.proxy_for decides what it means
 
 
 def static_config(options: ConnectionOptions, paths: list[str]) -> StaticConfig | None:
@@ -86,7 +87,7 @@ def _resolve(options: ConnectionOptions, docs: list[dict[str, Any]]) -> StaticCo
     user = users.get(str(context.get("user") or ""), {}) if context.get("user") else {}
     if cluster is None or context.get("user") and str(context["user"]) not in users:
         return None
-    if any(key in user for key in _DYNAMIC_USER_KEYS) or cluster.get("proxy-url"):
+    if any(key in user for key in _DYNAMIC_USER_KEYS):
         return None
     files = [cluster.get("certificate-authority"), user.get("client-certificate"), user.get("client-key")]
     files.append(user.get("tokenFile"))
@@ -109,6 +110,7 @@ def _resolve(options: ConnectionOptions, docs: list[dict[str, Any]]) -> StaticCo
         key_data=None if options.client_key else _data(user.get("client-key-data")),
         insecure=bool(options.insecure_skip_tls_verify or cluster.get("insecure-skip-tls-verify")),
         tls_server_name=options.tls_server_name or cluster.get("tls-server-name"),
+        proxy_url=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
     )
 
 
