@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from .cluster import HttpCluster
 from .connection import connect
@@ -109,8 +108,7 @@ def run(
     Report (the listener has seen every outcome), for memory flat in the object count.
     Setting `interrupt` ends the run as its deadline would, and the Report says so."""
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
-    pool_size = max(connection.pool_size, options.concurrency + 2)
-    with connect(replace(connection, pool_size=pool_size)) as transport:
+    with connect(connection) as transport:
         cluster = HttpCluster(transport, Deadline(options.deadline_seconds, interrupt))
         targets = resolve(cluster, selection, documents, options.namespace or transport.namespace)
         if confirm is not None and targets:

@@ -23,7 +23,6 @@ from .connection_flags import parse_bool, to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
-DIRECTIVE_NO_SPACE = 2
 DIRECTIVE_NO_FILE = 4
 CLUSTER_TIMEOUT = 2.0
 
@@ -200,7 +199,7 @@ def list_names(kind: str, values: dict[str, object]) -> list[str]:
     from .cluster import METADATA_LIST
     from .connection import connect
 
-    options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, pool_size=1, verbosity=0)
+    options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, verbosity=0)
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
     with connect(options) as transport:
         body = transport.request("GET", path, accept=METADATA_LIST, idempotent=True)

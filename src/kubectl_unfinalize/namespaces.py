@@ -24,7 +24,6 @@ CONDITIONS = (
     "NamespaceContentRemaining",
     "NamespaceFinalizersRemaining",
 )
-CONTENT_CONDITIONS = ("NamespaceContentRemaining", "NamespaceFinalizersRemaining")
 NEEDED_VERBS = ("list", "patch")
 
 

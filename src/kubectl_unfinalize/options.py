@@ -38,10 +38,6 @@ class DryRun(str, Enum):
         """Client dry run never writes; a server dry run sends every write with dryRun=All."""
         return self is not DryRun.CLIENT
 
-    @property
-    def active(self) -> bool:
-        return self is not DryRun.NONE
-
 
 @dataclass(frozen=True)
 class Selection:
@@ -135,7 +131,6 @@ class ConnectionOptions:
     as_groups: tuple[str, ...] = ()
     as_uid: str | None = None
     request_timeout: float | None = None
-    pool_size: int = 16
     verbosity: int = 0
     log: Callable[[str], None] | None = field(default=None, compare=False)
 

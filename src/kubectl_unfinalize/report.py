@@ -99,15 +99,6 @@ class DocumentStream:
             self._write(("" if self._items else "items: []\n") + yaml.safe_dump(data, sort_keys=False))
 
 
-def render_document(report: Report, output: str) -> str:
-    data = report.to_dict()
-    if output == "json":
-        return json.dumps(data, indent=2, sort_keys=False)
-    import yaml
-
-    return yaml.safe_dump(data, sort_keys=False)
-
-
 class ProgressDisplay:
     """A live line on a terminal; plain periodic lines in CI logs (never control codes)."""
 

@@ -2,7 +2,7 @@ import io
 import json
 
 from kubectl_unfinalize.model import Outcome, Progress, Report
-from kubectl_unfinalize.report import ProgressDisplay, outcome_line, render_document, summary_line
+from kubectl_unfinalize.report import ProgressDisplay, outcome_line, summary_line
 
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
 
@@ -18,7 +18,7 @@ def test_kubectl_style_lines():
 
 def test_json_document_is_stable_for_scripts():
     report = Report([Outcome("w.x", "a", "unfinalized", "ns", ["f"])], scanned=3, seconds=1.23456)
-    data = json.loads(render_document(report, "json"))
+    data = json.loads(json.dumps(report.to_dict()))
     assert data["ok"] is True and data["summary"]["scanned"] == 3 and data["seconds"] == 1.235
     assert data["items"] == [
         {"resource": "w.x", "name": "a", "action": "unfinalized", "namespace": "ns", "finalizers": ["f"], "message": ""}
