@@ -7,7 +7,6 @@ build.sh fills, and build.sh runs only when something is missing there too.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -89,6 +88,8 @@ def build_binaries(out=None) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, UNFINALIZE_SKIP_TOOLS="1")
     tail: deque[str] = deque(maxlen=40)
+    import fcntl  # here, not at the top: the unit tests import this module on Windows too
+
     with open(cache / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         print(f"building the control plane binaries into {cache}", file=out, flush=True)
