@@ -1,15 +1,14 @@
 """Keep-alive HTTPS connections to the API server, one per worker thread.
 
-urllib3's pool costs about 0.6 ms of CPU per request over a bare connection, more than
-the request itself; a bulk run makes thousands of small requests from a fixed set of
-threads, so each thread keeping its own connection is all the pooling it needs. The
-HTTP itself is wire.py's.
+A pool (urllib3's) costs more client CPU per request than the request itself; a bulk run
+makes thousands of small requests from a fixed set of threads, so each thread keeping its
+own connection is all the pooling it needs. The HTTP itself is wire.py's.
 
 An open connection's socket blocks, and one watch thread shuts down any whose exchange
-is past its time. A socket with a timeout costs a poll() before each TLS write and a
-failed read and a poll() before each read, each releasing and taking back the GIL: with
-64 threads that was a fifth of the client's CPU per request. (A kernel receive timeout
-does not help: Python's TLS read retries a blocking socket's EAGAIN for ever.)
+is past its time: a socket with a timeout costs a poll() before each TLS read and write,
+each releasing and taking back the GIL, which with many threads is a large share of the
+client's CPU. (A kernel receive timeout does not help: Python's TLS read retries a
+blocking socket's EAGAIN for ever.)
 """
 
 from __future__ import annotations
@@ -103,9 +102,9 @@ def _at_proxy(via: SplitResult, exc: OSError) -> OSError:
 class Connections:
     """One connection per thread, opened on first use and after any failure.
 
-    A full TLS handshake with a client certificate cost 2.4 ms of client CPU here (64 of
-    them: 0.15 s, as much as freeing 300 objects); the connections after the first
-    resume its TLS session (0.07 s for 64)."""
+    A full TLS handshake with a client certificate costs as much client CPU as freeing
+    several objects; the connections after the first resume its TLS session, which skips
+    the certificate signature and the chain verification."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -129,7 +128,7 @@ class Connections:
 
     def give(self, wire: Wire) -> None:
         """An open, idle connection for the next thread or caller that needs one: a new
-        one costs a TLS handshake (about 1 ms of client CPU even when resumed)."""
+        one costs a TLS handshake, even when resumed."""
         wire.sock.setblocking(True)
         with self._lock:
             if not self._closed.is_set():

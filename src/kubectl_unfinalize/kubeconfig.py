@@ -1,7 +1,7 @@
 """The common kubeconfig, read without the kubernetes client: static credentials only.
 
-Importing the kubernetes client costs a third of a second or more per run (pydantic,
-requests, oauthlib, ...), more than a small teardown's whole work. Most kubeconfigs
+Importing the kubernetes client (pydantic, requests, oauthlib, ...) costs more time per
+run than a small teardown's whole work. Most kubeconfigs
 (kind, minikube, CI service accounts, client certificates) need none of it: a server,
 a CA, a client certificate or a token, perhaps a proxy-url. This module resolves those,
 merging files as kubectl does (first file wins for each name and for current-context).
