@@ -55,9 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(_versions())
             return ExitStatus.OK
         return _run(args)
-    except KeyboardInterrupt:
-        _err("interrupted")
-        return ExitStatus.INTERRUPTED
+    except KeyboardInterrupt as exc:
+        terminated = getattr(exc, "signum", None) == signal.SIGTERM
+        _err("terminated" if terminated else "interrupted")
+        return ExitStatus.TERMINATED if terminated else ExitStatus.INTERRUPTED
     except UsageError as exc:
         _err(f"error: {exc} (see --help)")
         return ExitStatus.USAGE
@@ -164,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
     gc.set_threshold(20_000, 50, 50)
     gc.enable()  # the entry scripts disable it while importing
     interrupt = threading.Event()
-    with _first_ctrl_c_stops(interrupt):
+    with _signals_stop(interrupt) as stop:
         try:
             report = run(
                 selection,
@@ -177,35 +178,52 @@ def _run(args: argparse.Namespace) -> int:
                 interrupt=interrupt,
             )
         except UnfinalizeError:
-            if interrupt.is_set():  # what failed was cut short by Ctrl-C
-                raise KeyboardInterrupt from None
+            if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM
+                raise _Stopped(stop.signum) from None
             raise
     if progress:
         progress.clear()
     if printer.document is not None and not report.aborted:
         printer.document.finish(report)
     printer.flush()  # every line before the summary on stderr
-    return _finish(report, args.quiet)
+    status = _finish(report, args.quiet)
+    return ExitStatus.TERMINATED if status is ExitStatus.INTERRUPTED and stop.signum == signal.SIGTERM else status
+
+
+class _Stopped(KeyboardInterrupt):
+    """A second signal: stop at once (main() says which signal and exits 128 + it)."""
+
+    def __init__(self, signum: int | None) -> None:
+        super().__init__()
+        self.signum = signum
+
+
+class _Stop:
+    signum: int | None = None  # the first signal that stopped the run
 
 
 @contextlib.contextmanager
-def _first_ctrl_c_stops(interrupt: threading.Event) -> Iterator[None]:
-    """The first Ctrl-C ends the run like its deadline (requests in flight finish, the
-    summary says what was done); a second one stops at once."""
+def _signals_stop(interrupt: threading.Event) -> Iterator[_Stop]:
+    """The first Ctrl-C or SIGTERM (CI cancelling a job) ends the run like its deadline:
+    requests in flight finish, the summary says what was done, and the exit code says
+    which signal it was; a second one stops at once."""
+    stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stop
         return
 
     def handler(signum: int, frame: object) -> None:
         if interrupt.is_set():
-            raise KeyboardInterrupt
+            raise _Stopped(signum)
+        stop.signum = signum
         interrupt.set()
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 def _finish(report: Report, quiet: bool) -> int:

@@ -7,12 +7,14 @@ from typing import Any
 
 
 class ExitStatus(IntEnum):
-    """The command line's exit codes; DESIGN.md promises these four and no others."""
+    """The command line's exit codes: 128 + the signal for a run a signal stopped, as a
+    shell reports a process the signal killed."""
 
     OK = 0
     FAILED = 1
     USAGE = 2
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # Ctrl-C (SIGINT)
+    TERMINATED = 143  # SIGTERM: what CI sends when it cancels a job
 
 
 class UnfinalizeError(Exception):
