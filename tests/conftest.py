@@ -21,6 +21,7 @@ from pathlib import Path
 
 import controlplane
 import pytest
+from crdinfo import CrdInfo
 from waiting import wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -146,9 +147,9 @@ class Audit:
     tool, then check that every write since names an object the test selected, e.g.::
 
         audit.mark()
-        cli("crd", crd["name"], ...)
+        cli("crd", crd.name, ...)
         touched = {(e["objectRef"]["resource"], e["objectRef"].get("name")) for e in audit.writes()}
-        assert touched <= {(crd["plural"], name) for name in selected}
+        assert touched <= {(crd.plural, name) for name in selected}
 
     ``writes()`` leaves out requests by the control plane's own components (users
     ``system:*``: controllers, service accounts, the API server itself), which write all
@@ -257,18 +258,16 @@ def namespace(api_client):
 
 @pytest.fixture
 def make_crd(api_client):
-    """Factory creating an Established CRD in a unique group; see ``make`` below.
+    """Factory creating an Established CRD in a unique group; ``make(...)`` returns its CrdInfo.
 
     At teardown the objects of each CRD lose their finalizers and the CRD is deleted
-    (best effort). The CRD's own cleanup finalizer is never touched. The teardown does
-    not use the product on purpose: a test that finds a bug in it must not also leave
-    its CRDs behind for every later test.
+    (best effort). The CRD's own cleanup finalizer is never touched.
     """
     from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
 
     ext = ApiextensionsV1Api(api_client)
     custom = CustomObjectsApi(api_client)
-    created: list[dict] = []
+    created: list[CrdInfo] = []
 
     def make(
         kind="Widget",
@@ -278,7 +277,7 @@ def make_crd(api_client):
         group=None,
         versions=("v1",),
         labels=None,
-    ) -> dict:
+    ) -> CrdInfo:
         singular = kind.lower()
         plural = plural or singular + "s"
         group = group or f"t{secrets.token_hex(4)}.unfinalize.test"
@@ -317,17 +316,7 @@ def make_crd(api_client):
             },
         }
         ext.create_custom_resource_definition(body)
-        info = {
-            "name": name,
-            "group": group,
-            "version": versions[0],
-            "versions": tuple(versions),
-            "plural": plural,
-            "kind": kind,
-            "singular": singular,
-            "scope": scope,
-            "api_version": f"{group}/{versions[0]}",
-        }
+        info = CrdInfo(name, group, plural, kind, tuple(versions), scope)
         created.append(info)
 
         def established():
@@ -344,6 +333,7 @@ def make_crd(api_client):
         return info
 
     yield make
+    # Not unfinalize(..., delete=True): the product's bug in teardown would go unseen and leave CRDs behind.
     for info in reversed(created):
         _delete_crd(ext, custom, info)
 
@@ -358,11 +348,11 @@ def _discovery_lists(custom, group: str, version: str, plural: str) -> bool:
     return any(r.name == plural for r in resources or ())
 
 
-def _strip_finalizers(custom, info: dict) -> None:
+def _strip_finalizers(custom, info: CrdInfo) -> None:
     """Merge-patch finalizers away from every object of the CRD (all namespaces)."""
     from kubernetes.client.exceptions import ApiException
 
-    group, version, plural = info["group"], info["version"], info["plural"]
+    group, version, plural = info.group, info.version, info.plural
     try:
         items = custom.list_cluster_custom_object(group, version, plural)["items"]
     except ApiException:
@@ -383,19 +373,19 @@ def _strip_finalizers(custom, info: dict) -> None:
                 )
 
 
-def _delete_crd(ext, custom, info: dict, timeout: float = 20.0) -> None:
+def _delete_crd(ext, custom, info: CrdInfo, timeout: float = 20.0) -> None:
     from kubernetes.client.exceptions import ApiException
 
     _strip_finalizers(custom, info)
     try:
-        ext.delete_custom_resource_definition(info["name"])
+        ext.delete_custom_resource_definition(info.name)
     except ApiException as e:
         if e.status == 404:
             return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            ext.read_custom_resource_definition(info["name"])
+            ext.read_custom_resource_definition(info.name)
         except ApiException as e:
             if e.status == 404:
                 return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crdinfo import CrdInfo
 from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from waiting import wait_until  # noqa: F401 - re-exported for the tests
@@ -9,30 +10,30 @@ from waiting import wait_until  # noqa: F401 - re-exported for the tests
 CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def create(api_client, crd: dict, name: str, namespace: str | None = None, finalizers=(), **metadata) -> dict:
+def create(api_client, crd: CrdInfo, name: str, namespace: str | None = None, finalizers=(), **metadata) -> dict:
     body = {
-        "apiVersion": f"{crd['group']}/{crd['version']}",
-        "kind": crd["kind"],
+        "apiVersion": f"{crd.group}/{crd.version}",
+        "kind": crd.kind,
         "metadata": {"name": name, "finalizers": list(finalizers), **metadata},
         "spec": {"size": 1},
     }
     custom = CustomObjectsApi(api_client)
     if namespace:
-        return custom.create_namespaced_custom_object(crd["group"], crd["version"], namespace, crd["plural"], body)
-    return custom.create_cluster_custom_object(crd["group"], crd["version"], crd["plural"], body)
+        return custom.create_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, body)
+    return custom.create_cluster_custom_object(crd.group, crd.version, crd.plural, body)
 
 
-def delete(api_client, crd: dict, name: str, namespace: str | None = None) -> None:
+def delete(api_client, crd: CrdInfo, name: str, namespace: str | None = None) -> None:
     custom = CustomObjectsApi(api_client)
     if namespace:
-        custom.delete_namespaced_custom_object(crd["group"], crd["version"], namespace, crd["plural"], name)
+        custom.delete_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, name)
     else:
-        custom.delete_cluster_custom_object(crd["group"], crd["version"], crd["plural"], name)
+        custom.delete_cluster_custom_object(crd.group, crd.version, crd.plural, name)
 
 
-def snapshot(api_client, crd: dict) -> dict[tuple, tuple]:
+def snapshot(api_client, crd: CrdInfo) -> dict[tuple, tuple]:
     """(namespace, name) -> (resourceVersion, finalizers, terminating) for every object."""
-    items = CustomObjectsApi(api_client).list_cluster_custom_object(crd["group"], crd["version"], crd["plural"])
+    items = CustomObjectsApi(api_client).list_cluster_custom_object(crd.group, crd.version, crd.plural)
     return {
         (o["metadata"].get("namespace"), o["metadata"]["name"]): (
             o["metadata"]["resourceVersion"],
@@ -62,7 +63,7 @@ def assert_cleanup_finalizer_untouched(crd_obj) -> None:
         assert not (entry.manager.startswith("kubectl-unfinalize") and "f:finalizers" in fields), entry
 
 
-def create_many(api_client, crd: dict, count: int, namespaces: list[str], finalizers=(), prefix="o") -> list[tuple]:
+def create_many(api_client, crd: CrdInfo, count: int, namespaces: list[str], finalizers=(), prefix="o") -> list[tuple]:
     """`count` objects spread over `namespaces`, created 16 at a time; (namespace, name) each."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -72,25 +73,25 @@ def create_many(api_client, crd: dict, count: int, namespaces: list[str], finali
     return keys
 
 
-def crd_manifest(crd: dict) -> dict:
+def crd_manifest(crd: CrdInfo) -> dict:
     """The CRD as a manifest document selects it (-f)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": crd["name"]},
+        "metadata": {"name": crd.name},
     }
 
 
-def writes_outside(events, crds: list[dict], extra: set[tuple] = frozenset()) -> list[dict]:
+def writes_outside(events, crds: list[CrdInfo], extra: set[tuple] = frozenset()) -> list[dict]:
     """Audit write events that touched anything but the selected CRDs and their objects
     (or `extra` (resource, name) pairs)."""
-    allowed_resources = {c["plural"] for c in crds}
-    allowed_crds = {c["name"] for c in crds}
+    allowed_resources = {c.plural for c in crds}
+    allowed_crds = {c.name for c in crds}
     outside = []
     for event in events:
         ref = event.get("objectRef") or {}
         resource, name = ref.get("resource"), ref.get("name")
-        if resource in allowed_resources and ref.get("apiGroup") in {c["group"] for c in crds}:
+        if resource in allowed_resources and ref.get("apiGroup") in {c.group for c in crds}:
             continue
         if resource == "customresourcedefinitions" and name in allowed_crds:
             continue

@@ -42,14 +42,12 @@ def test_uses_custom_resources(customresources):
 def test_fixture_teardown_frees_and_deletes_crds(pytester, api_client, make_crd, namespace, kube_env, monkeypatch):
     crd = make_crd(kind="Teardown")
     pytester.makepyfile(
-        test_suite=textwrap.dedent(
-            SUITE.format(group=crd["group"], plural=crd["plural"], kind=crd["kind"], namespace=namespace)
-        )
+        test_suite=textwrap.dedent(SUITE.format(group=crd.group, plural=crd.plural, kind=crd.kind, namespace=namespace))
     )
     monkeypatch.setenv("KUBECONFIG", kube_env["KUBECONFIG"])
     result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    assert crd_state(api_client, crd["name"]) is None
+    assert crd_state(api_client, crd.name) is None
 
 
 def test_api_reports_instead_of_printing(api_client, make_crd, namespace, kube_env, capsys):
@@ -60,7 +58,7 @@ def test_api_reports_instead_of_printing(api_client, make_crd, namespace, kube_e
     crd = make_crd(kind="Quiet")
     create(api_client, crd, "q", namespace, finalizers=["operator.test/x"])
     seen = []
-    report = unfinalize(crds=[crd["name"]], kubeconfig=kube_env["KUBECONFIG"], on_outcome=seen.append)
+    report = unfinalize(crds=[crd.name], kubeconfig=kube_env["KUBECONFIG"], on_outcome=seen.append)
     assert report.ok and report.count("unfinalized") == 1 and [o.name for o in seen] == ["q"]
     assert capsys.readouterr() == ("", "")
     assert snapshot(api_client, crd)[(namespace, "q")][1] == ()

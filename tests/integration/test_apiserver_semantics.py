@@ -57,7 +57,7 @@ def widget(crd, name, *, finalizers=(), owner=None) -> dict:
                 "uid": owner["metadata"]["uid"],
             }
         ]
-    return {"apiVersion": crd["api_version"], "kind": crd["kind"], "metadata": meta}
+    return {"apiVersion": crd.api_version, "kind": crd.kind, "metadata": meta}
 
 
 class Widgets:
@@ -65,21 +65,21 @@ class Widgets:
 
     def __init__(self, custom, crd, namespace):
         self.custom, self.crd, self.ns = custom, crd, namespace
-        self.gvp = (crd["group"], crd["version"])
+        self.gvp = (crd.group, crd.version)
 
     def create(self, name, **kw):
         body = widget(self.crd, name, **kw)
-        return self.custom.create_namespaced_custom_object(*self.gvp, self.ns, self.crd["plural"], body)
+        return self.custom.create_namespaced_custom_object(*self.gvp, self.ns, self.crd.plural, body)
 
     def get(self, name):
-        return self.custom.get_namespaced_custom_object(*self.gvp, self.ns, self.crd["plural"], name)
+        return self.custom.get_namespaced_custom_object(*self.gvp, self.ns, self.crd.plural, name)
 
     def delete(self, name):
-        return self.custom.delete_namespaced_custom_object(*self.gvp, self.ns, self.crd["plural"], name)
+        return self.custom.delete_namespaced_custom_object(*self.gvp, self.ns, self.crd.plural, name)
 
     def merge_patch(self, name, patch):
         return self.custom.patch_namespaced_custom_object(
-            *self.gvp, self.ns, self.crd["plural"], name, patch, _content_type=MERGE_PATCH
+            *self.gvp, self.ns, self.crd.plural, name, patch, _content_type=MERGE_PATCH
         )
 
     def gone(self, name) -> bool:
@@ -114,12 +114,12 @@ def test_crd_deletion_waits_for_instances_with_finalizers(custom, ext, make_crd,
     widgets = Widgets(custom, crd, namespace)
     widgets.create("held", finalizers=[HOLD])
 
-    ext.delete_custom_resource_definition(crd["name"])
+    ext.delete_custom_resource_definition(crd.name)
 
     def deleting_instances():
         # Terminating goes True/InstanceDeletionPending, then stays True/InProgress
         # for as long as instances remain.
-        c = ext.read_custom_resource_definition(crd["name"])
+        c = ext.read_custom_resource_definition(crd.name)
         conds = {x.type: x for x in (c.status.conditions or [])}
         cond = conds.get("Terminating")
         ok = cond and cond.status == "True" and cond.reason == "InstanceDeletionInProgress"
@@ -140,13 +140,13 @@ def test_crd_deletion_waits_for_instances_with_finalizers(custom, ext, make_crd,
     assert err.value.status == 403
     assert "create not allowed while custom resource definition is terminating" in err.value.body
     time.sleep(1)
-    assert not gone(lambda: ext.read_custom_resource_definition(crd["name"]))
+    assert not gone(lambda: ext.read_custom_resource_definition(crd.name))
 
     widgets.merge_patch("held", {"metadata": {"finalizers": None}})
     eventually("the instance to disappear", lambda: widgets.gone("held"), timeout=30)
     eventually(
         "the CRD to disappear",
-        lambda: gone(lambda: ext.read_custom_resource_definition(crd["name"])),
+        lambda: gone(lambda: ext.read_custom_resource_definition(crd.name)),
         timeout=60,
     )
 

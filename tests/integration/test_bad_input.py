@@ -6,16 +6,25 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 import yaml
+from crdinfo import CrdInfo
 from crs import crd_state, create, snapshot
 
 HOLD = "unfinalize.test/hold"
 
 
+@dataclass(frozen=True)
+class Stuck:
+    crd: CrdInfo
+    unchanged: Callable[[], None]  # asserts that the objects and the CRD are as they were
+
+
 @pytest.fixture
-def stuck(api_client, make_crd, namespace):
+def stuck(api_client, make_crd, namespace) -> Stuck:
     """A CRD with two finalized objects, and a way to prove nothing changed."""
     crd = make_crd(kind="Sprocket", short_names=("spr",))
     create(api_client, crd, "a", namespace, finalizers=[HOLD])
@@ -24,11 +33,10 @@ def stuck(api_client, make_crd, namespace):
 
     def unchanged():
         assert snapshot(api_client, crd) == before
-        state = crd_state(api_client, crd["name"])
+        state = crd_state(api_client, crd.name)
         assert state is not None and state.metadata.deletion_timestamp is None
 
-    crd["unchanged"] = unchanged
-    return crd
+    return Stuck(crd, unchanged)
 
 
 def one_line_error(result, code: int, *needles: str) -> str:
@@ -49,14 +57,14 @@ def test_unknown_crd_suggests_close_matches(cli, stuck):
     one_line_error(
         cli("crd", "sprockett", "--delete"), 2, "no CustomResourceDefinition matches 'sprockett'", "sprocket"
     )
-    stuck["unchanged"]()
+    stuck.unchanged()
 
 
 def test_ambiguous_short_name(cli, make_crd, stuck):
     make_crd(kind="Sprocket", short_names=("spr",))  # same short name, another group
     err = one_line_error(cli("crd", "spr", "--delete"), 2, "'spr' is ambiguous")
-    assert stuck["name"] in err
-    stuck["unchanged"]()
+    assert stuck.crd.name in err
+    stuck.unchanged()
 
 
 def test_malformed_yaml_names_file_and_line(cli, stuck, tmp_path):
@@ -66,43 +74,43 @@ def test_malformed_yaml_names_file_and_line(cli, stuck, tmp_path):
             {
                 "apiVersion": "apiextensions.k8s.io/v1",
                 "kind": "CustomResourceDefinition",
-                "metadata": {"name": stuck["name"]},
+                "metadata": {"name": stuck.crd.name},
             }
         )
     )
     bad = tmp_path / "b.yaml"
     bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {a: b\n")
     one_line_error(cli("-f", tmp_path, "--delete"), 2, f"{bad}:", "invalid YAML")
-    stuck["unchanged"]()
+    stuck.unchanged()
 
 
 def test_missing_file_and_empty_directory(cli, stuck, tmp_path):
     one_line_error(cli("-f", tmp_path / "nope.yaml", "--delete"), 2, "nope.yaml: no such file or directory")
     (tmp_path / "empty").mkdir()
     one_line_error(cli("-f", tmp_path / "empty", "--delete"), 2, "no manifests found")
-    stuck["unchanged"]()
+    stuck.unchanged()
 
 
 @pytest.mark.parametrize(
     ("flag", "needle"), [("--timeout=soon", "invalid duration 'soon'"), ("--dry-run=maybe", "invalid choice")]
 )
 def test_invalid_flag_values(cli, stuck, flag, needle):
-    one_line_error(cli("crd", stuck["name"], "--delete", flag), 2, needle)
-    stuck["unchanged"]()
+    one_line_error(cli("crd", stuck.crd.name, "--delete", flag), 2, needle)
+    stuck.unchanged()
 
 
 def test_unknown_context(cli, stuck):
-    one_line_error(cli("crd", stuck["name"], "--delete", "--context", "nope"), 2, "context 'nope' not found")
-    stuck["unchanged"]()
+    one_line_error(cli("crd", stuck.crd.name, "--delete", "--context", "nope"), 2, "context 'nope' not found")
+    stuck.unchanged()
 
 
 def test_missing_kubeconfig(cli, stuck, tmp_path):
     missing = tmp_path / "missing-kubeconfig"
     one_line_error(
-        cli("crd", stuck["name"], "--delete", env={"KUBECONFIG": str(missing)}), 2, "no cluster configuration"
+        cli("crd", stuck.crd.name, "--delete", env={"KUBECONFIG": str(missing)}), 2, "no cluster configuration"
     )
-    one_line_error(cli("crd", stuck["name"], "--kubeconfig", missing), 2, f"kubeconfig not found: {missing}")
-    stuck["unchanged"]()
+    one_line_error(cli("crd", stuck.crd.name, "--kubeconfig", missing), 2, f"kubeconfig not found: {missing}")
+    stuck.unchanged()
 
 
 def test_unreachable_server_fails_within_request_timeout(cli, stuck, kubeconfig):
@@ -112,7 +120,7 @@ def test_unreachable_server_fails_within_request_timeout(cli, stuck, kubeconfig)
     started = time.monotonic()
     result = cli(
         "crd",
-        stuck["name"],
+        stuck.crd.name,
         "--delete",
         "--server",
         f"https://127.0.0.1:{port}",
@@ -122,7 +130,7 @@ def test_unreachable_server_fails_within_request_timeout(cli, stuck, kubeconfig)
     )
     one_line_error(result, 1, "cannot reach the API server", str(port))
     assert time.monotonic() - started < 8
-    stuck["unchanged"]()
+    stuck.unchanged()
 
 
 @contextlib.contextmanager
@@ -174,38 +182,38 @@ def token_kubeconfig(kubectl, kubeconfig, namespace, sa, tmp_path) -> str:
 
 
 def test_rbac_forbidding_patch_is_reported_before_any_change(cli, stuck, kubectl, kubeconfig, namespace, tmp_path):
-    rules = [{"apiGroups": [stuck["group"]], "resources": [stuck["plural"]], "verbs": ["get", "list", "watch"]}]
+    rules = [{"apiGroups": [stuck.crd.group], "resources": [stuck.crd.plural], "verbs": ["get", "list", "watch"]}]
     kubectl("create", "serviceaccount", "limited", "-n", namespace)
     subject = {"kind": "ServiceAccount", "name": "limited", "namespace": namespace}
     with granted(kubectl, f"{namespace}-limited", rules, subject):
         limited = token_kubeconfig(kubectl, kubeconfig, namespace, "limited", tmp_path)
-        result = cli("crd", stuck["name"], "--delete", "--kubeconfig", limited)
+        result = cli("crd", stuck.crd.name, "--delete", "--kubeconfig", limited)
         one_line_error(
             result,
             1,
             "forbidden",
-            f"cannot patch {stuck['plural']}.{stuck['group']}",
+            f"cannot patch {stuck.crd.plural}.{stuck.crd.group}",
             f"system:serviceaccount:{namespace}:limited",
             "nothing was changed",
         )
-        stuck["unchanged"]()
+        stuck.unchanged()
         # The same through impersonation by the admin: --as is honoured, not ignored.
-        result = cli("crd", stuck["name"], "--as", f"system:serviceaccount:{namespace}:limited")
-        one_line_error(result, 1, f"cannot patch {stuck['plural']}.{stuck['group']}")
-        stuck["unchanged"]()
+        result = cli("crd", stuck.crd.name, "--as", f"system:serviceaccount:{namespace}:limited")
+        one_line_error(result, 1, f"cannot patch {stuck.crd.plural}.{stuck.crd.group}")
+        stuck.unchanged()
 
 
 def test_impersonated_groups_are_sent_as_separate_headers(cli, stuck, kubectl, namespace):
     """RBAC grants only the second group: joined into one header it would be refused."""
     name = f"{namespace}-group"
-    rules = [{"apiGroups": [stuck["group"]], "resources": [stuck["plural"]], "verbs": ["get", "list", "patch"]}]
+    rules = [{"apiGroups": [stuck.crd.group], "resources": [stuck.crd.plural], "verbs": ["get", "list", "patch"]}]
     subject = {"kind": "Group", "name": f"{name}-b", "apiGroup": "rbac.authorization.k8s.io"}
     with granted(kubectl, name, rules, subject):
-        denied = cli("crd", stuck["name"], "--dry-run=server", "--as", "someone", "--as-group", f"{name}-a")
+        denied = cli("crd", stuck.crd.name, "--dry-run=server", "--as", "someone", "--as-group", f"{name}-a")
         assert denied.returncode == 1 and "forbidden" in denied.stderr, denied.stderr
         allowed = cli(
             "crd",
-            stuck["name"],
+            stuck.crd.name,
             "--dry-run=server",
             "--as",
             "someone",
@@ -216,7 +224,7 @@ def test_impersonated_groups_are_sent_as_separate_headers(cli, stuck, kubectl, n
         )
         assert allowed.returncode == 0, allowed.stderr
         assert allowed.stdout.count("(server dry run)") == 2
-        stuck["unchanged"]()
+        stuck.unchanged()
 
 
 def _kubeconfig_with(kubeconfig, tmp_path, name, **user):
@@ -251,22 +259,22 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 # (id, args(stuck, tmp_path, kubeconfig) -> list, exit code, needle in the one stderr line)
 TABLE = [
-    ("as-group-without-as", lambda s, t, k: ["crd", s["name"], "--as-group", "g"], 2, "--as-group requires --as"),
-    ("as-uid-without-as", lambda s, t, k: ["crd", s["name"], "--as-uid", "7"], 2, "--as-uid requires --as"),
-    ("empty-as", lambda s, t, k: ["crd", s["name"], "--as", ""], 2, "--as needs a user name"),
-    ("empty-as-group", lambda s, t, k: ["crd", s["name"], "--as", "u", "--as-group", " "], 2, "--as-group needs"),
-    ("dry-run-with-i", lambda s, t, k: ["crd", s["name"], "--delete", "--dry-run", "-i"], 2, "-i asks before"),
-    ("wait-false-without-delete", lambda s, t, k: ["crd", s["name"], "--wait=false"], 2, "--wait only applies"),
-    ("concurrency-0", lambda s, t, k: ["crd", s["name"], "--delete", "--concurrency", "0"], 2, "at least 1"),
-    ("chunk-size-0", lambda s, t, k: ["crd", s["name"], "--chunk-size", "0"], 2, "at least 1"),
-    ("timeout-0", lambda s, t, k: ["crd", s["name"], "--delete", "--timeout", "0"], 2, "greater than 0"),
-    ("timeout-negative", lambda s, t, k: ["crd", s["name"], "--timeout=-1m"], 2, "invalid duration"),
-    ("request-timeout-word", lambda s, t, k: ["crd", s["name"], "--request-timeout", "later"], 2, "invalid duration"),
-    ("bad-bool", lambda s, t, k: ["crd", s["name"], "--insecure-skip-tls-verify=perhaps"], 2, "invalid boolean"),
-    ("bad-output", lambda s, t, k: ["crd", s["name"], "-o", "table"], 2, "invalid choice"),
-    ("empty-finalizer", lambda s, t, k: ["crd", s["name"], "--finalizer", ""], 2, "--finalizer needs a name"),
-    ("name-and-selector", lambda s, t, k: ["crd", s["name"], "-l", "a=b"], 2, "cannot be combined"),
-    ("f-and-crd", lambda s, t, k: ["crd", s["name"], "-f", str(t)], 2, "-f cannot be combined"),
+    ("as-group-without-as", lambda s, t, k: ["crd", s.crd.name, "--as-group", "g"], 2, "--as-group requires --as"),
+    ("as-uid-without-as", lambda s, t, k: ["crd", s.crd.name, "--as-uid", "7"], 2, "--as-uid requires --as"),
+    ("empty-as", lambda s, t, k: ["crd", s.crd.name, "--as", ""], 2, "--as needs a user name"),
+    ("empty-as-group", lambda s, t, k: ["crd", s.crd.name, "--as", "u", "--as-group", " "], 2, "--as-group needs"),
+    ("dry-run-with-i", lambda s, t, k: ["crd", s.crd.name, "--delete", "--dry-run", "-i"], 2, "-i asks before"),
+    ("wait-false-without-delete", lambda s, t, k: ["crd", s.crd.name, "--wait=false"], 2, "--wait only applies"),
+    ("concurrency-0", lambda s, t, k: ["crd", s.crd.name, "--delete", "--concurrency", "0"], 2, "at least 1"),
+    ("chunk-size-0", lambda s, t, k: ["crd", s.crd.name, "--chunk-size", "0"], 2, "at least 1"),
+    ("timeout-0", lambda s, t, k: ["crd", s.crd.name, "--delete", "--timeout", "0"], 2, "greater than 0"),
+    ("timeout-negative", lambda s, t, k: ["crd", s.crd.name, "--timeout=-1m"], 2, "invalid duration"),
+    ("request-timeout-word", lambda s, t, k: ["crd", s.crd.name, "--request-timeout", "later"], 2, "invalid duration"),
+    ("bad-bool", lambda s, t, k: ["crd", s.crd.name, "--insecure-skip-tls-verify=perhaps"], 2, "invalid boolean"),
+    ("bad-output", lambda s, t, k: ["crd", s.crd.name, "-o", "table"], 2, "invalid choice"),
+    ("empty-finalizer", lambda s, t, k: ["crd", s.crd.name, "--finalizer", ""], 2, "--finalizer needs a name"),
+    ("name-and-selector", lambda s, t, k: ["crd", s.crd.name, "-l", "a=b"], 2, "cannot be combined"),
+    ("f-and-crd", lambda s, t, k: ["crd", s.crd.name, "-f", str(t)], 2, "-f cannot be combined"),
     ("unknown-command", lambda s, t, k: ["pods", "x"], 2, "unknown command 'pods'"),
     ("url", lambda s, t, k: ["-f", "https://example.com/crds.yaml"], 2, "URLs are not supported"),
     ("binary-file", lambda s, t, k: ["-f", _file(t, "b.yaml", b"\x7fELF\x00\x01")], 2, "binary data"),
@@ -285,13 +293,13 @@ TABLE = [
     ("broken-symlink", lambda s, t, k: ["-f", _symlink(t)], 2, "no such file or directory"),
     (
         "malformed-token",
-        lambda s, t, k: ["crd", s["name"], "--delete", "--kubeconfig", _kubeconfig_with(k, t, "kc", token="x.y.z")],
+        lambda s, t, k: ["crd", s.crd.name, "--delete", "--kubeconfig", _kubeconfig_with(k, t, "kc", token="x.y.z")],
         2,
         "rejected the credentials",
     ),
     (
         "expired-token",
-        lambda s, t, k: ["crd", s["name"], "--delete", "--kubeconfig", _kubeconfig_with(k, t, "kc", token=EXPIRED)],
+        lambda s, t, k: ["crd", s.crd.name, "--delete", "--kubeconfig", _kubeconfig_with(k, t, "kc", token=EXPIRED)],
         2,
         "rejected the credentials",
     ),
@@ -299,7 +307,7 @@ TABLE = [
         "not-a-certificate",
         lambda s, t, k: [
             "crd",
-            s["name"],
+            s.crd.name,
             "--delete",
             "--certificate-authority",
             _file(t, "ca.crt", "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n"),
@@ -307,9 +315,9 @@ TABLE = [
         2,
         "invalid certificate authority",
     ),
-    ("unknown-user", lambda s, t, k: ["crd", s["name"], "--user", "nobody"], 2, "user 'nobody' not found"),
-    ("unknown-cluster", lambda s, t, k: ["crd", s["name"], "--cluster", "nowhere"], 2, "cluster 'nowhere' not found"),
-    ("verbosity-word", lambda s, t, k: ["crd", s["name"], "-v=loud"], 2, "invalid verbosity"),
+    ("unknown-user", lambda s, t, k: ["crd", s.crd.name, "--user", "nobody"], 2, "user 'nobody' not found"),
+    ("unknown-cluster", lambda s, t, k: ["crd", s.crd.name, "--cluster", "nowhere"], 2, "cluster 'nowhere' not found"),
+    ("verbosity-word", lambda s, t, k: ["crd", s.crd.name, "-v=loud"], 2, "invalid verbosity"),
 ]
 # A structurally valid JWT, expired in 2001, signed by nobody the server trusts.
 EXPIRED = (
@@ -327,18 +335,18 @@ def _symlink(tmp_path):
 @pytest.mark.parametrize(("args", "code", "needle"), [c[1:] for c in TABLE], ids=[c[0] for c in TABLE])
 def test_bad_input_table(cli, stuck, tmp_path, kubeconfig, args, code, needle):
     one_line_error(cli(*args(stuck, tmp_path, kubeconfig)), code, needle)
-    stuck["unchanged"]()
+    stuck.unchanged()
 
 
 @pytest.mark.parametrize("spelling", ["{plural}", " {plural} ", "{PLURAL}", "{Kind}.{group}"])
 def test_names_with_stray_whitespace_or_other_case_resolve(cli, stuck, spelling):
     name = spelling.format(
-        plural=stuck["plural"], PLURAL=stuck["plural"].upper(), Kind=stuck["kind"], group=stuck["group"]
+        plural=stuck.crd.plural, PLURAL=stuck.crd.plural.upper(), Kind=stuck.crd.kind, group=stuck.crd.group
     )
     result = cli("crd", name, "--dry-run=server", "-o", "name")
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
-    stuck["unchanged"]()
+    stuck.unchanged()
 
 
 def test_a_bad_manifest_is_reported_even_when_the_cluster_is_unreachable(cli, tmp_path):

@@ -13,6 +13,7 @@ import time
 
 import pytest
 import yaml
+from crdinfo import CrdInfo
 from crs import crd_manifest, crd_state, create_many, snapshot, wait_until, writes_outside
 
 HOLD = "unfinalize.test/hold"
@@ -27,7 +28,7 @@ def report(name: str, **figures) -> None:
 def stuck_crd(api_client, make_crd, namespace, kubectl):
     """A CRD with objects carrying finalizers in two namespaces, and a bystander CRD."""
 
-    def make(count: int, kind: str = "Stuck") -> dict:
+    def make(count: int, kind: str = "Stuck") -> CrdInfo:
         crd = make_crd(kind=kind)
         other_ns = f"{namespace}-b"
         if not _exists_ns(kubectl, other_ns):
@@ -72,7 +73,7 @@ def through(proxy, kubeconfig, tmp_path):
 
 
 def patches_seen(audit, crd) -> int:
-    return sum(1 for e in audit.writes() if e["verb"] == "patch" and e["objectRef"].get("resource") == crd["plural"])
+    return sum(1 for e in audit.writes() if e["verb"] == "patch" and e["objectRef"].get("resource") == crd.plural)
 
 
 @pytest.mark.parametrize("delete", [True, False], ids=["delete", "no-delete"])
@@ -82,7 +83,7 @@ def test_api_server_restart_mid_run_is_waited_out(
     crd = stuck_crd(2000)
     audit.mark()
     started = time.monotonic()
-    args = ["crd", crd["name"], "--timeout", "120s", "-q", "-o", "name"] + (["--delete"] if delete else [])
+    args = ["crd", crd.name, "--timeout", "120s", "-q", "-o", "name"] + (["--delete"] if delete else [])
     proc = popen(unfinalize_cmd, cli_env, *args)
     wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 50, timeout=60, interval=0.05)
     control_plane.restart_apiserver(down_seconds=3)
@@ -90,7 +91,7 @@ def test_api_server_restart_mid_run_is_waited_out(
     seconds = time.monotonic() - started
     assert proc.returncode == 0, err
     if delete:
-        assert crd_state(api_client, crd["name"]) is None
+        assert crd_state(api_client, crd.name) is None
     else:
         assert all(fin == () for _, fin, _ in snapshot(api_client, crd).values())
     assert bystander()
@@ -111,7 +112,7 @@ def test_api_priority_and_fairness_429s_are_retried_to_the_end(
     """A FlowSchema puts the tool's (impersonated) user on a priority level with one seat
     that rejects what does not fit: most of its requests get 429."""
     crd = stuck_crd(1000)
-    user = f"apf-{crd['group'].split('.')[0]}"
+    user = f"apf-{crd.group.split('.')[0]}"
     objects = [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -164,11 +165,11 @@ def test_api_priority_and_fairness_429s_are_retried_to_the_end(
         time.sleep(1)  # the APF configuration controller picks the new objects up
         audit.mark()
         started = time.monotonic()
-        proc = popen(unfinalize_cmd, cli_env, "crd", crd["name"], "--delete", "--as", user, "--timeout", "170s")
+        proc = popen(unfinalize_cmd, cli_env, "crd", crd.name, "--delete", "--as", user, "--timeout", "170s")
         out, err = proc.communicate(timeout=200)
         seconds = time.monotonic() - started
         assert proc.returncode == 0, err[-2000:]
-        assert crd_state(api_client, crd["name"]) is None
+        assert crd_state(api_client, crd.name) is None
         assert bystander()
         writes = audit.writes()
         rejected = sum(1 for e in writes if (e.get("responseStatus") or {}).get("code") == 429)
@@ -192,7 +193,7 @@ def test_connection_resets_on_new_and_pooled_connections(
         proxy.reset_new(2)  # the first connections die at once
         audit.mark()
         started = time.monotonic()
-        proc = popen(unfinalize_cmd, cli_env, "crd", crd["name"], "--delete", "--kubeconfig", via_proxy, "-q")
+        proc = popen(unfinalize_cmd, cli_env, "crd", crd.name, "--delete", "--kubeconfig", via_proxy, "-q")
         wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 20, timeout=60, interval=0.02)
         for _ in range(3):  # pooled connections, mid-run
             proxy.reset_all()
@@ -202,7 +203,7 @@ def test_connection_resets_on_new_and_pooled_connections(
         resets = proxy.resets
     assert proc.returncode == 0, err
     assert resets >= 3
-    assert crd_state(api_client, crd["name"]) is None
+    assert crd_state(api_client, crd.name) is None
     assert bystander()
     outside = writes_outside(audit.writes(), [crd])
     assert outside == []
@@ -223,7 +224,7 @@ def test_a_server_that_stops_answering_mid_run_times_out_at_the_deadline(
         audit.mark()
         started = time.monotonic()
         proc = popen(
-            unfinalize_cmd, cli_env, "crd", crd["name"], "--kubeconfig", via_proxy, "--request-timeout", "1s",
+            unfinalize_cmd, cli_env, "crd", crd.name, "--kubeconfig", via_proxy, "--request-timeout", "1s",
             "--timeout", "6s",
         )  # fmt: skip
         wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 20, timeout=60, interval=0.02)
@@ -256,7 +257,7 @@ def test_an_expired_continue_token_does_not_stall_the_run(control_plane, audit, 
 
     started = time.monotonic()
     result = unfinalize(
-        [crd["name"]],
+        [crd.name],
         chunk_size=50,
         concurrency=2,
         on_outcome=compact_once,
@@ -303,30 +304,30 @@ def test_a_denied_crd_delete_leaves_the_others_freed_and_deleted(
     denied = crds[1]
     undo = _deny(
         kubectl,
-        f"deny-{denied['group'].split('.')[0]}",
+        f"deny-{denied.group.split('.')[0]}",
         {"apiGroups": ["apiextensions.k8s.io"], "apiVersions": ["v1"], "resources": ["customresourcedefinitions"]},
         ["DELETE"],
-        f"oldObject.metadata.name != '{denied['name']}'",
+        f"oldObject.metadata.name != '{denied.name}'",
     )
     try:
         manifest = tmp_path / "crds.yaml"
         manifest.write_text(yaml.safe_dump_all([crd_manifest(c) for c in crds]))
         wait_until(
             "the policy to deny",
-            lambda: "denied" in kubectl("delete", "crd", denied["name"], "--dry-run=server", check=False).stderr,
+            lambda: "denied" in kubectl("delete", "crd", denied.name, "--dry-run=server", check=False).stderr,
         )
         audit.mark()
         started = time.monotonic()
         result = cli("-f", manifest, "--delete", "--timeout", "60s")
         seconds = time.monotonic() - started
         assert result.returncode == 1, result.stdout + result.stderr
-        assert f"customresourcedefinition.apiextensions.k8s.io/{denied['name']} failed" in result.stdout
+        assert f"customresourcedefinition.apiextensions.k8s.io/{denied.name} failed" in result.stdout
         assert "denied by policy" in result.stdout
         assert seconds < 30, "a refused delete is final: the run must not wait for its timeout"
         for crd in crds:
             if crd is not denied:
-                assert crd_state(api_client, crd["name"]) is None
-        state = crd_state(api_client, denied["name"])
+                assert crd_state(api_client, crd.name) is None
+        state = crd_state(api_client, denied.name)
         assert state is not None and state.metadata.deletion_timestamp is None  # not left Terminating
         assert writes_outside(audit.writes(), crds) == []
         report("denied CRD delete", seconds=f"{seconds:.1f}", denied=1, crds_deleted=2, outside=0)
@@ -337,11 +338,11 @@ def test_a_denied_crd_delete_leaves_the_others_freed_and_deleted(
 def test_a_denied_patch_is_named_and_everything_else_is_freed(api_client, make_crd, namespace, kubectl, audit, cli):
     crd = make_crd(kind="Guarded")
     create_many(api_client, crd, 10, [namespace], finalizers=[HOLD])
-    name = f"deny-{crd['group'].split('.')[0]}"
+    name = f"deny-{crd.group.split('.')[0]}"
     undo = _deny(
         kubectl,
         name,
-        {"apiGroups": [crd["group"]], "apiVersions": ["*"], "resources": [crd["plural"]]},
+        {"apiGroups": [crd.group], "apiVersions": ["*"], "resources": [crd.plural]},
         ["UPDATE"],
         "object.metadata.name != 'o3'",
     )
@@ -349,14 +350,14 @@ def test_a_denied_patch_is_named_and_everything_else_is_freed(api_client, make_c
         wait_until(
             "the policy to deny",
             lambda: kubectl(
-                "patch", crd["plural"] + "." + crd["group"], "o3", "-n", namespace, "--type=merge",
+                "patch", crd.plural + "." + crd.group, "o3", "-n", namespace, "--type=merge",
                 "-p", '{"metadata":{"labels":{"x":"y"}}}', "--dry-run=server", check=False,
             ).returncode != 0,
         )  # fmt: skip
         audit.mark()
-        result = cli("crd", crd["name"], "--timeout", "30s")
+        result = cli("crd", crd.name, "--timeout", "30s")
         assert result.returncode == 1
-        assert f"{crd['kind'].lower()}.{crd['group']}/o3 failed" in result.stdout
+        assert f"{crd.kind.lower()}.{crd.group}/o3 failed" in result.stdout
         assert "denied by policy" in result.stdout
         after = snapshot(api_client, crd)
         assert after[(namespace, "o3")][1] == (HOLD,)
@@ -373,7 +374,7 @@ def test_a_deadline_that_expires_during_retries_ends_the_run_with_a_diagnosis(
     crd = stuck_crd(2000)
     audit.mark()
     started = time.monotonic()
-    proc = popen(unfinalize_cmd, cli_env, "crd", crd["name"], "--delete", "--timeout", "6s")
+    proc = popen(unfinalize_cmd, cli_env, "crd", crd.name, "--delete", "--timeout", "6s")
     try:
         wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 20, timeout=60, interval=0.02)
         control_plane.stop_apiserver()
@@ -390,7 +391,7 @@ def test_a_deadline_that_expires_during_retries_ends_the_run_with_a_diagnosis(
 
 def test_a_closed_stdout_ends_quietly_after_the_work(api_client, stuck_crd, unfinalize_cmd, cli_env):
     crd = stuck_crd(1000)
-    command = " ".join(f"'{c}'" for c in unfinalize_cmd) + f" crd {crd['name']} -q | head -3"
+    command = " ".join(f"'{c}'" for c in unfinalize_cmd) + f" crd {crd.name} -q | head -3"
     proc = subprocess.run(
         ["bash", "-c", f"set -o pipefail; {command}; echo exit=${{PIPESTATUS[0]}} >&2"],
         env=cli_env,
@@ -413,7 +414,7 @@ def test_ctrl_c_reports_what_was_done(api_client, stuck_crd, unfinalize_cmd, cli
 
     crd = stuck_crd(2000)
     audit.mark()
-    proc = popen(unfinalize_cmd, cli_env, "crd", crd["name"], "--concurrency", "2")
+    proc = popen(unfinalize_cmd, cli_env, "crd", crd.name, "--concurrency", "2")
     wait_until("the tool's first patches", lambda: patches_seen(audit, crd) >= 20, timeout=60, interval=0.02)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

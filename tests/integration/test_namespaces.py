@@ -119,19 +119,19 @@ def writes_outside_namespace(events, name: str) -> list[dict]:
 def test_a_stuck_namespace_is_freed_and_goes_and_other_namespaces_keep_theirs(stuck, api_client, kubectl, cli):
     name, bystander = stuck["name"], stuck["bystander"]
     before = {
-        crd["name"]: {k: v for k, v in snapshot(api_client, crd).items() if k[0] == bystander} for crd in stuck["crds"]
+        crd.name: {k: v for k, v in snapshot(api_client, crd).items() if k[0] == bystander} for crd in stuck["crds"]
     }
     stick(kubectl, api_client, name)
     result = cli("ns", name)
     assert result.returncode == 0, result.stderr
     assert f"configmap/cm unfinalized (namespace {name}; removed {HOLD})" in result.stdout, result.stdout
     for crd in stuck["crds"]:
-        assert f"{crd['kind'].lower()}.{crd['group']}/two unfinalized (namespace {name}" in result.stdout
+        assert f"{crd.kind.lower()}.{crd.group}/two unfinalized (namespace {name}" in result.stdout
     assert result.stdout.count("unfinalized") == 5, result.stdout
     gone(api_client, name)
     for crd in stuck["crds"]:  # the same CRDs' objects elsewhere are untouched
         after = {k: v for k, v in snapshot(api_client, crd).items() if k[0] == bystander}
-        assert after == before[crd["name"]]
+        assert after == before[crd.name]
 
 
 # ----------------------------------------------------------------------------- 2
@@ -247,7 +247,7 @@ def test_dry_runs_change_nothing_and_list_every_object_that_would_change(stuck, 
     report = json.loads(result.stdout)
     assert report["dryRun"] == mode
     changed = sorted((i["resource"], i["name"], i["action"]) for i in report["items"])
-    kinds = sorted(f"{crd['kind'].lower()}.{crd['group']}" for crd in stuck["crds"])
+    kinds = sorted(f"{crd.kind.lower()}.{crd.group}" for crd in stuck["crds"])
     expected = [("configmap", "cm", "unfinalized"), ("namespace", name, "deleted")]
     expected += [(kind, obj, "unfinalized") for kind in kinds for obj in ("one", "two")]
     assert changed == sorted(expected)
@@ -325,7 +325,7 @@ def test_resource_types_the_user_may_not_list_are_reported_in_one_line(stuck, ap
     role = f"{name}-limited"
     rules = [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "patch"]},
-        {"apiGroups": [alpha["group"]], "resources": [alpha["plural"]], "verbs": ["list", "patch"]},
+        {"apiGroups": [alpha.group], "resources": [alpha.plural], "verbs": ["list", "patch"]},
     ]
     objects = [
         {
@@ -360,7 +360,7 @@ def test_resource_types_the_user_may_not_list_are_reported_in_one_line(stuck, ap
         assert len(denied) == 1, result.stdout
         assert f"forbidden: user '{user}' cannot list" in denied[0] and "secrets" in denied[0], denied
         assert f"{stuck['crds'][1]['plural']}.{stuck['crds'][1]['group']}" in denied[0]
-        assert f"{alpha['plural']}.{alpha['group']}" not in denied[0]
+        assert f"{alpha.plural}.{alpha.group}" not in denied[0]
         # What the user may touch is freed; the rest is left as it was.
         assert configmap_finalizers(api_client, name) == ()
         assert result.stdout.count("unfinalized") == 3, result.stdout

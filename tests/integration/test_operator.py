@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from crdinfo import CrdInfo
 from crs import CLEANUP, crd_state, create, wait_until
 from kubernetes.client import CustomObjectsApi
 
@@ -85,9 +86,9 @@ def objects(api_client, group: str, kind: str) -> list[dict]:
     return CustomObjectsApi(api_client).list_cluster_custom_object(group, "v1", plural(kind))["items"]
 
 
-def crd_info(group: str, kind: str) -> dict:
-    """The fields crs.create needs, for one of the operator's kinds."""
-    return {"group": group, "version": "v1", "kind": kind, "plural": plural(kind)}
+def crd_info(group: str, kind: str) -> CrdInfo:
+    """One of the operator's kinds, for crs.create."""
+    return CrdInfo.of(group, kind, plural(kind))
 
 
 def populate(api_client, group, namespaces):

@@ -21,7 +21,7 @@ def test_clears_all_finalizers_in_every_namespace(api_client, make_crd, namespac
         delete(api_client, crd, "g0", namespace)
         result = cli("crd", "gdg")
         assert result.returncode == 0, result.stderr
-        assert f"gadget.{crd['group']}/g0 unfinalized (namespace {namespace}; removed {HOLD}, {KEEP})" in result.stdout
+        assert f"gadget.{crd.group}/g0 unfinalized (namespace {namespace}; removed {HOLD}, {KEEP})" in result.stdout
         assert len(result.stdout.splitlines()) == 6
         assert "6 scanned, 6 unfinalized" in result.stderr
         after = snapshot(api_client, crd)
@@ -36,15 +36,15 @@ def test_already_terminating_crd_is_freed_without_delete(api_client, make_crd, n
     crd = make_crd()
     for i in range(2):
         create(api_client, crd, f"w{i}", namespace, finalizers=[HOLD])
-    kubectl("delete", "crd", crd["name"], "--wait=false")
+    kubectl("delete", "crd", crd.name, "--wait=false")
     stuck = wait_until(
-        "CRD terminating", lambda: (c := crd_state(api_client, crd["name"])) and c.metadata.deletion_timestamp and c
+        "CRD terminating", lambda: (c := crd_state(api_client, crd.name)) and c.metadata.deletion_timestamp and c
     )
     assert CLEANUP in stuck.metadata.finalizers
-    result = cli("crd", crd["name"])
+    result = cli("crd", crd.name)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("unfinalized") == 2
-    wait_until("terminating CRD to disappear", lambda: crd_state(api_client, crd["name"]) is None, timeout=30)
+    wait_until("terminating CRD to disappear", lambda: crd_state(api_client, crd.name) is None, timeout=30)
 
 
 def test_only_named_finalizer_is_removed(api_client, make_crd, namespace, cli):
@@ -53,7 +53,7 @@ def test_only_named_finalizer_is_removed(api_client, make_crd, namespace, cli):
     create(api_client, crd, "b", namespace, finalizers=[KEEP])
     create(api_client, crd, "c", namespace, finalizers=[KEEP, HOLD, "third.test/x"])
     before = snapshot(api_client, crd)
-    result = cli("crd", crd["plural"] + "." + crd["group"], "--finalizer", HOLD)
+    result = cli("crd", crd.plural + "." + crd.group, "--finalizer", HOLD)
     assert result.returncode == 0, result.stderr
     after = snapshot(api_client, crd)
     assert after[(namespace, "a")][1] == (KEEP,)
@@ -69,16 +69,16 @@ def test_dry_runs_change_nothing(api_client, make_crd, namespace, cli, mode):
         create(api_client, crd, f"w{i}", namespace, finalizers=[HOLD])
     delete(api_client, crd, "w0", namespace)
     before = snapshot(api_client, crd)
-    result = cli("crd", crd["name"], "--delete", f"--dry-run={mode}", "-o", "json")
+    result = cli("crd", crd.name, "--delete", f"--dry-run={mode}", "-o", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["dryRun"] == mode
     assert report["summary"]["unfinalized"] == 3
     assert report["summary"]["deleted"] == 1
     assert snapshot(api_client, crd) == before
-    state = crd_state(api_client, crd["name"])
+    state = crd_state(api_client, crd.name)
     assert state is not None and state.metadata.deletion_timestamp is None
-    text = cli("crd", crd["name"], f"--dry-run={mode}")
+    text = cli("crd", crd.name, f"--dry-run={mode}")
     suffix = "(dry run)" if mode == "client" else "(server dry run)"
     assert text.stdout.count(suffix) == 3, text.stdout
     assert snapshot(api_client, crd) == before
@@ -94,7 +94,7 @@ def test_other_crds_and_namespaces_are_untouched(api_client, make_crd, namespace
             create(api_client, bystander, "b", ns, finalizers=[HOLD])
         bystander_before = snapshot(api_client, bystander)
         target_before = snapshot(api_client, target)
-        result = cli("crd", target["name"], "-n", namespace)
+        result = cli("crd", target.name, "-n", namespace)
         assert result.returncode == 0, result.stderr
         assert snapshot(api_client, bystander) == bystander_before
         after = snapshot(api_client, target)
@@ -110,21 +110,21 @@ def test_delete_frees_crds_and_never_touches_the_cleanup_finalizer(api_client, m
         for i in range(4):
             create(api_client, crd, f"o{i}", namespace, finalizers=[HOLD, KEEP])
     # An object whose other finalizer we are told to keep: the CRD must stay, blocked.
-    result = cli("crd", first["name"], "--delete", "--finalizer", HOLD, "--timeout", "4s")
+    result = cli("crd", first.name, "--delete", "--finalizer", HOLD, "--timeout", "4s")
     assert result.returncode == 1
     assert "still blocking" in result.stdout and KEEP in result.stdout, result.stdout
-    stuck = crd_state(api_client, first["name"])
+    stuck = crd_state(api_client, first.name)
     assert stuck is not None and CLEANUP in stuck.metadata.finalizers
     assert_cleanup_finalizer_untouched(stuck)
     # Now every finalizer, selecting the CRD by its group: it goes.
-    result = cli("crd", "--group", first["group"], "--delete", "--timeout", "60s")
+    result = cli("crd", "--group", first.group, "--delete", "--timeout", "60s")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count(f"removed {KEEP}") == 4
-    assert crd_state(api_client, first["name"]) is None
-    result = cli("crd", second["name"], "--delete", "--timeout", "60s")
+    assert crd_state(api_client, first.name) is None
+    result = cli("crd", second.name, "--delete", "--timeout", "60s")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"customresourcedefinition.apiextensions.k8s.io/{second['name']} deleted" in result.stdout
-    assert crd_state(api_client, second["name"]) is None
+    assert f"customresourcedefinition.apiextensions.k8s.io/{second.name} deleted" in result.stdout
+    assert crd_state(api_client, second.name) is None
 
 
 def test_crd_label_selector_and_cluster_scoped(api_client, make_crd, cli):
@@ -133,10 +133,10 @@ def test_crd_label_selector_and_cluster_scoped(api_client, make_crd, cli):
     result = cli("crd", "-l", "app.kubernetes.io/instance=release-x", "--delete", "--timeout", "60s", "-o", "name")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [  # instances first, the CRD once they are gone
-        f"cluster.{crd['group']}/c1",
-        f"customresourcedefinition.apiextensions.k8s.io/{crd['name']}",
+        f"cluster.{crd.group}/c1",
+        f"customresourcedefinition.apiextensions.k8s.io/{crd.name}",
     ]
-    assert crd_state(api_client, crd["name"]) is None
+    assert crd_state(api_client, crd.name) is None
 
 
 def _interactive(cmd: list[str], env: dict, answer: str) -> tuple[int, str]:
@@ -170,9 +170,9 @@ def test_interactive_shows_the_plan_and_asks(api_client, make_crd, namespace, un
     crd = make_crd()
     create(api_client, crd, "w", namespace, finalizers=[HOLD])
     before = snapshot(api_client, crd)
-    code, shown = _interactive([*unfinalize_cmd, "crd", crd["name"], "-i"], cli_env, answer)
+    code, shown = _interactive([*unfinalize_cmd, "crd", crd.name, "-i"], cli_env, answer)
     assert code == 0, shown
-    assert f"customresourcedefinition.apiextensions.k8s.io/{crd['name']}" in shown
+    assert f"customresourcedefinition.apiextensions.k8s.io/{crd.name}" in shown
     if answer == "n":
         assert "aborted: nothing was changed" in shown
         assert snapshot(api_client, crd) == before
@@ -186,7 +186,7 @@ def test_only_terminating_field_selector_and_yaml_output(api_client, make_crd, n
         create(api_client, crd, name, namespace, finalizers=[HOLD])
     delete(api_client, crd, "dying", namespace)
     delete(api_client, crd, "other-dying", namespace)
-    result = cli("crd", crd["name"], "--only-terminating", "--field-selector", "metadata.name=dying", "-o", "yaml")
+    result = cli("crd", crd.name, "--only-terminating", "--field-selector", "metadata.name=dying", "-o", "yaml")
     assert result.returncode == 0, result.stderr
     import yaml
 
@@ -219,8 +219,8 @@ def test_manifest_objects_are_freed_and_deleted_and_missing_ones_skipped(
     docs = [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}},
         {
-            "apiVersion": crd["api_version"],
-            "kind": crd["kind"],
+            "apiVersion": crd.api_version,
+            "kind": crd.kind,
             "metadata": {"name": "declared", "namespace": namespace},
         },
         {
@@ -252,15 +252,15 @@ def test_dead_conversion_webhook_is_diagnosed(api_client, make_crd, namespace, c
         {"op": "replace", "path": "/spec/versions/1/storage", "value": True},
         {"op": "add", "path": "/spec/conversion", "value": dead},
     ]
-    kubectl("patch", "crd", crd["name"], "--type=json", "-p", json.dumps(ops))
+    kubectl("patch", "crd", crd.name, "--type=json", "-p", json.dumps(ops))
     try:
-        result = cli("crd", crd["name"])
+        result = cli("crd", crd.name)
         assert result.returncode == 1, result.stdout + result.stderr
-        assert f"cannot list {crd['plural']}.{crd['group']}: conversion webhook" in result.stdout
+        assert f"cannot list {crd.plural}.{crd.group}: conversion webhook" in result.stdout
         assert "set spec.conversion.strategy to None" in result.stdout
     finally:
         restore = [{"op": "replace", "path": "/spec/conversion", "value": {"strategy": "None"}}]
-        kubectl("patch", "crd", crd["name"], "--type=json", "-p", json.dumps(restore))
+        kubectl("patch", "crd", crd.name, "--type=json", "-p", json.dumps(restore))
     assert snapshot(api_client, crd)[(namespace, "stored-as-v1")][1] == (HOLD,)
 
 
@@ -271,10 +271,10 @@ def test_delete_order_on_the_audit_trail(api_client, make_crd, namespace, cli, a
     for i in range(5):
         create(api_client, crd, f"o{i}", namespace, finalizers=[HOLD])
     audit.mark()
-    result = cli("crd", crd["name"], "--delete", "--timeout", "60s")
+    result = cli("crd", crd.name, "--delete", "--timeout", "60s")
     assert result.returncode == 0, result.stderr
     writes = [e for e in audit.writes() if e["verb"] in ("delete", "patch")]
     when = {(e["verb"], e["objectRef"].get("name")): e["stageTimestamp"] for e in writes}
     for i in range(5):
         assert when[("delete", f"o{i}")] <= when[("patch", f"o{i}")], writes
-    assert max(when[("patch", f"o{i}")] for i in range(5)) <= when[("delete", crd["name"])]
+    assert max(when[("patch", f"o{i}")] for i in range(5)) <= when[("delete", crd.name)]
