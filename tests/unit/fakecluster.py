@@ -1,14 +1,20 @@
 """An in-memory cluster behind the engine's Cluster verbs, for fast tests of the loop's
 logic. It models only what the engine decides on: finalizers, deletionTimestamps, uids,
-resourceVersions, and that a terminating object without finalizers is gone."""
+resourceVersions, and that a terminating object without finalizers is gone. With
+``FakeCluster(bulk=True)`` the remove-every-finalizer patches go to a bulk sender of its
+own (FakeBulk), as they go to bulk.Bulk on a real cluster."""
 
 from __future__ import annotations
 
 import itertools
+import queue
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from kubectl_unfinalize.bulk import BulkPatch, Sink
 from kubectl_unfinalize.cluster import Deleted, ListQuery
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Conflict, Gone, NotFound
@@ -33,13 +39,25 @@ class Stored:
 
 
 Hook = Callable[[str, ObjectRef], None]
+# How the fake bulk sender's request for one object ends:
+# "ok"       applied, answered 2xx: job.done(), then sink.finished(started)
+# "refused"  answered non-2xx, not applied (a 500): handed back with sink.requeue(job)
+# "429"      the same, answered 429: counted in cluster.pushbacks
+# "applied"  applied, then the connection dropped before the answer: handed back as sent
+# "lost"     sent, the connection dropped, not applied: handed back as sent
+Answer = Literal["ok", "refused", "429", "applied", "lost"]
 
 
 class FakeCluster:
     """`hooks` run before each verb (verb name, ref): raise there to inject a failure,
-    or change the store to play another writer. `calls` records (verb, ref name)."""
+    or change the store to play another writer. `calls` records (verb, ref name); a
+    patch the bulk sender sends is a ("patch", name) too.
 
-    def __init__(self, page_size: int = 500) -> None:
+    `bulk=True`: the engine gets a FakeBulk; `answers` scripts it, per object name, one
+    Answer per request in order (then "ok")."""
+
+    def __init__(self, page_size: int = 500, bulk: bool = False) -> None:
+        self.lock = threading.RLock()  # the store is written from the workers and the bulk thread
         self.objects: dict[ObjectRef, Stored] = {}
         self.page_size = page_size
         self.calls: list[tuple[str, str]] = []
@@ -52,6 +70,9 @@ class FakeCluster:
         self.served: list[Resource] = [CONFIGMAPS, WIDGETS]  # what discovery lists
         self.stale: list[str] = []  # group versions discovery marks Stale (an unavailable APIService)
         self.rules: dict[str, Any] | None = None  # the SelfSubjectRulesReview status; None: cannot tell
+        self.offers_bulk = bulk
+        self.answers: dict[str, list[Answer]] = {}
+        self.sender: FakeBulk | None = None  # the last one bulk() made
 
     # -- setup
     def add(
@@ -106,23 +127,54 @@ class FakeCluster:
     def bounded(self, deadline: Deadline) -> FakeCluster:
         return self
 
-    def bulk(self, sink, cap):
-        return None  # every patch goes through the verbs, where the fake records them
+    def bulk(self, sink: Sink, cap: int) -> FakeBulk | None:
+        if not self.offers_bulk:
+            return None  # every patch goes through the verbs
+        self.sender = FakeBulk(self, sink)
+        return self.sender
+
+    def pace(self, refused: Callable[[float], None], parked: Callable[[], Any]) -> None:
+        self.paced = (refused, parked)  # the engine's pacing hooks (no 429s reach them here)
+
+    def answer(self, name: str) -> Answer:
+        with self.lock:
+            scripted = self.answers.get(name)
+            return scripted.pop(0) if scripted else "ok"
+
+    def remove_all(self, path: str) -> ObjectRef | None:
+        """The bulk patch to `path` on the store: what the API server applies; the ref, or
+        None when there is no such object (a 404)."""
+        with self.lock:
+            ref = next((r for r in self.objects if r.resource.path(r.namespace, r.name) == path), None)
+        if ref is None:
+            return None
+        self._call("patch", ref)
+        with self.lock:
+            stored = self.objects.get(ref)
+            if stored is None:
+                return None
+            stored.finalizers = []
+            stored.rv += 1
+            self._settle()
+        return ref
 
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         self._call("list", ObjectRef(resource, resource.plural, query.namespace or None))
-        refs = [
-            r
-            for r in self.objects
-            if r.resource == resource
-            and (not query.namespace or r.namespace == query.namespace)
-            and (not query.finalized_only or self.objects[r].finalizers)
-        ]
+        with self.lock:
+            refs = [
+                r
+                for r in self.objects
+                if r.resource == resource
+                and (not query.namespace or r.namespace == query.namespace)
+                and (not query.finalized_only or self.objects[r].finalizers)
+            ]
         for start in range(0, len(refs), query.limit):
             if start and self.expire_continue_once:
                 self.expire_continue_once = False
                 raise Gone(410, "Expired", "continue token too old")
-            yield [self.objects[r].meta(r) for r in refs[start : start + query.limit] if r in self.objects]
+            with self.lock:
+                page = [self.objects[r].meta(r) for r in refs[start : start + query.limit] if r in self.objects]
+            yield page
 
     def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
         raise NotImplementedError
@@ -167,10 +219,11 @@ class FakeCluster:
             return None
         if dry_run is DryRun.SERVER:
             return Deleted(stored.uid, stored.meta(ref) if stored.finalizers else None)
-        stored.terminating = True
-        stored.rv += 1
-        self._settle()
-        return Deleted(stored.uid, stored.meta(ref) if ref in self.objects else None)
+        with self.lock:
+            stored.terminating = True
+            stored.rv += 1
+            self._settle()
+            return Deleted(stored.uid, stored.meta(ref) if ref in self.objects else None)
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None:
         assert dry_run is not DryRun.CLIENT, "a client dry run must not send a PATCH"
@@ -182,9 +235,10 @@ class FakeCluster:
             raise Conflict(409, "Conflict", "the object has been modified")
         if dry_run is DryRun.SERVER:
             return
-        stored.finalizers = list(keep or [])
-        stored.rv += 1
-        self._settle()
+        with self.lock:
+            stored.finalizers = list(keep or [])
+            stored.rv += 1
+            self._settle()
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         self.calls.append(("review", f"{verb} {resource.plural}"))
@@ -192,3 +246,83 @@ class FakeCluster:
 
     def whoami(self) -> str:
         return "tester"
+
+
+class FakeBulk:
+    """The bulk sender of a FakeCluster. On a thread of its own, like bulk.Bulk, each
+    patch put here is answered as cluster.answer() says (applied to the store unless
+    refused or lost), and the sink is told what bulk.Bulk would tell it. A failure a hook
+    raises while the patch is applied is an answer that is not 2xx: the workers send the
+    patch again and meet the hook there. `sent` names each patch sent here, in order."""
+
+    def __init__(self, cluster: FakeCluster, sink: Sink) -> None:
+        self.cluster = cluster
+        self.sink = sink
+        self.sent: list[str] = []
+        self._jobs: queue.SimpleQueue[tuple[BulkPatch, float] | None] = queue.SimpleQueue()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="fake-bulk", daemon=True)
+        self._thread.start()
+
+    def put(self, job: BulkPatch) -> None:
+        self._jobs.put((job, time.monotonic()))
+        if self._stopped:  # after a bug here, or close(): the workers send it
+            self._hand_back()
+
+    def release(self, timeout: float = 1.0) -> None:
+        pass  # no connections to give away
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            while (item := self._jobs.get()) is not None:
+                self._one(*item)
+        except BaseException as exc:  # noqa: BLE001 - like bulk.Bulk: a bug here reaches the engine
+            self.sink.failed(exc)
+        finally:
+            self._stopped = True
+            self._hand_back()
+
+    def _hand_back(self) -> None:
+        while True:
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                self.sink.requeue(item[0])
+
+    def _one(self, job: BulkPatch, started: float) -> None:
+        name = job.path.rpartition("/")[2]
+        self.sent.append(name)
+        try:
+            answer = self.cluster.answer(name)
+            if answer in ("refused", "429"):
+                self.cluster.calls.append(("patch", name))  # it reached the server, which refused it
+                if answer == "429":
+                    self.cluster.pushbacks += 1
+                self.sink.requeue(job)  # answered: not applied, the workers send it afresh
+                return
+            if answer == "lost":
+                self.sink.requeue(job.resend)  # sent, no answer: it may have been applied
+                return
+            try:
+                applied = self.cluster.remove_all(job.path)
+            except Exception:  # noqa: BLE001 - a hook's failure: not a 2xx
+                applied = None
+            if applied is None:  # answered 404 or another refusal
+                self.sink.requeue(job)
+                return
+            if answer == "applied":
+                self.sink.requeue(job.resend)
+                return
+        except BaseException:
+            self.sink.requeue(job)  # not lost to a bug here
+            raise
+        try:
+            job.done()
+        finally:
+            self.sink.finished(started)

@@ -1,6 +1,7 @@
 """The engine's loop against in-memory Cluster verbs: order, containment, the deadline,
-waiting by uid, diagnosis, the final check, dry runs. The integration tests cover the
-real API server; these pin the decisions."""
+waiting by uid, diagnosis, the final check, dry runs, and the bulk sender's part (the
+fake's own sender: patches answered, refused, or handed back as sent). The integration
+tests cover the real API server; these pin the decisions."""
 
 from __future__ import annotations
 
@@ -20,11 +21,18 @@ GADGETS = Resource("example.com", "v1", "gadgets", "Gadget", True)
 GADGET_CRD = CRD("gadgets.example.com", GADGETS)
 
 
-def run(cluster, targets=None, outcomes=None, **options):
+@pytest.fixture(params=[False, True], ids=["verbs", "bulk"])
+def bulk(request) -> bool:
+    """Both ways a remove-every-finalizer patch can go: through the verbs on a worker
+    thread, or to the cluster's bulk sender."""
+    return request.param
+
+
+def run(cluster, targets=None, outcomes=None, progress=None, **options):
     options.setdefault("settle", 0)
     options.setdefault("poll", 0.01)
     opts = Options(**options)
-    engine = Engine(cluster, opts, Deadline(opts.deadline_seconds), outcomes)
+    engine = Engine(cluster, opts, Deadline(opts.deadline_seconds), outcomes, progress)
     return engine.run(targets or Targets(crds=[WIDGET_CRD]))
 
 
@@ -32,8 +40,8 @@ def actions(report):
     return sorted((o.name, o.action.value) for o in report.outcomes)
 
 
-def test_every_object_is_patched_once_across_pages():
-    cluster = FakeCluster()
+def test_every_object_is_patched_once_across_pages(bulk):
+    cluster = FakeCluster(bulk=bulk)
     for name in "abc":
         cluster.add(name, ["x"])
     cluster.add("free", [])
@@ -43,10 +51,10 @@ def test_every_object_is_patched_once_across_pages():
     assert all(not s.finalizers for s in cluster.objects.values())
 
 
-def test_expired_continue_token_in_the_engine_is_a_list_failure_not_a_crash():
+def test_expired_continue_token_in_the_engine_is_a_list_failure_not_a_crash(bulk):
     """The cluster layer continues or restarts an expired list (test_cluster.py); if it
     still fails, the CRD's outcome says so and the run returns a report."""
-    cluster = FakeCluster()
+    cluster = FakeCluster(bulk=bulk)
     cluster.add("a", ["x"])
     cluster.add("b", ["x"])
     cluster.expire_continue_once = True
@@ -72,8 +80,8 @@ def test_named_finalizer_uses_a_precondition_and_rereads_on_conflict():
     assert report.outcomes[0].finalizers == ["drop"] and report.ok
 
 
-def test_a_denied_patch_is_that_objects_outcome_and_the_rest_is_freed():
-    cluster = FakeCluster()
+def test_a_denied_patch_is_that_objects_outcome_and_the_rest_is_freed(bulk):
+    cluster = FakeCluster(bulk=bulk)
     cluster.add("a", ["x"])
     cluster.add("b", ["x"])
 
@@ -88,8 +96,8 @@ def test_a_denied_patch_is_that_objects_outcome_and_the_rest_is_freed():
     assert cluster.stored("b") is not None and cluster.stored("b").finalizers == []
 
 
-def test_a_worker_error_becomes_an_outcome_and_the_report_survives():
-    cluster = FakeCluster()
+def test_a_worker_error_becomes_an_outcome_and_the_report_survives(bulk):
+    cluster = FakeCluster(bulk=bulk)
     for name in "abcd":
         cluster.add(name, ["x"])
 
@@ -120,9 +128,9 @@ def test_delete_order_each_instance_is_deleted_before_its_finalizers_go_and_the_
     assert actions(report) == [("a", "unfinalized"), ("b", "unfinalized"), (WIDGET_CRD.name, "deleted")]
 
 
-def two_crds():
+def two_crds(bulk=False):
     """Widgets and gadgets, one object each, every one with a finalizer."""
-    cluster = FakeCluster()
+    cluster = FakeCluster(bulk=bulk)
     cluster.add_crd()
     cluster.add_crd(GADGET_CRD)
     cluster.add("w", ["x"])
@@ -130,9 +138,9 @@ def two_crds():
     return cluster
 
 
-def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are():
+def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are(bulk):
     """Never leave a CRD Terminating over objects the run could not free."""
-    cluster = two_crds()
+    cluster = two_crds(bulk)
 
     def deny(verb, ref):
         if verb == "patch" and ref.name == "w":
@@ -194,8 +202,8 @@ def test_wait_compares_uids_a_recreated_object_is_reported_not_waited_on():
     assert (ref.name, "recreated") in actions(report)
 
 
-def test_final_check_waits_only_when_a_freed_object_could_take_finalizers_back():
-    cluster = FakeCluster()
+def test_final_check_waits_only_when_a_freed_object_could_take_finalizers_back(bulk):
+    cluster = FakeCluster(bulk=bulk)
     cluster.add("live", ["x"])
     cluster.add("dying", ["x"])
     cluster.stored("dying").terminating = True
@@ -211,7 +219,7 @@ def test_final_check_waits_only_when_a_freed_object_could_take_finalizers_back()
     report = run(cluster, settle=0.05)
     assert ("live", "refinalized") in actions(report)
     assert report.count(Action.UNFINALIZED) == 2 and report.failures == 1  # counts agree with the lines
-    quiet = FakeCluster()
+    quiet = FakeCluster(bulk=bulk)
     quiet.add("dying", ["x"])
     quiet.stored("dying").terminating = True
     started = time.monotonic()
@@ -299,10 +307,10 @@ def test_missing_manifest_object_is_skipped_not_failed():
     assert actions(report) == [("nope", "gone")] and report.ok
 
 
-def test_an_interrupt_ends_the_run_like_its_deadline_and_reports_it():
+def test_an_interrupt_ends_the_run_like_its_deadline_and_reports_it(bulk):
     import threading
 
-    cluster = FakeCluster()
+    cluster = FakeCluster(bulk=bulk)
     for i in range(50):
         cluster.add(f"o{i}", ["x"])
     stop = threading.Event()
@@ -314,10 +322,10 @@ def test_an_interrupt_ends_the_run_like_its_deadline_and_reports_it():
     assert not [o for o in report.outcomes if o.action == Action.BLOCKING]  # no diagnosis after Ctrl-C
 
 
-def test_the_final_wait_counts_from_the_first_freed_object():
+def test_the_final_wait_counts_from_the_first_freed_object(bulk):
     """A long run gave its first objects `settle` already: re-read at once, and a live
     controller still shows on them."""
-    cluster = FakeCluster()
+    cluster = FakeCluster(bulk=bulk)
     for i in range(20):
         cluster.add(f"o{i:02}", ["x"])
 
@@ -335,9 +343,9 @@ def test_the_final_wait_counts_from_the_first_freed_object():
     assert ("o00", "refinalized") in actions(report)
 
 
-def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects():
+def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects(bulk):
     """Far away each list page is a round trip; per namespace, the lists run side by side."""
-    cluster = FakeCluster()
+    cluster = FakeCluster(bulk=bulk)
     for i in range(6):
         cluster.add(f"w{i}", ["x"], namespace=f"ns{i % 3}")
     cluster.add("untouched", [], namespace="quiet")
@@ -355,9 +363,9 @@ def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects
     assert ("w5", "refinalized") in actions(report) and report.failures == 1
 
 
-def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing_reported_before():
+def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing_reported_before(bulk):
     """A far cluster would otherwise spend a round trip on each, one after the other."""
-    cluster = FakeCluster()
+    cluster = FakeCluster(bulk=bulk)
     cluster.add("a", ["x"])
     listing, reviews_done = threading.Event(), threading.Event()
     slow_allowed = cluster.allowed
@@ -372,7 +380,7 @@ def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing
     assert actions(run(cluster)) == [("a", "unfinalized")]
     assert reviews_done.is_set()
 
-    denied = FakeCluster()
+    denied = FakeCluster(bulk=bulk)
     denied.add("a", ["x"])
     denied.denied.add(("list", "widgets"))
 
@@ -385,3 +393,96 @@ def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing
     with pytest.raises(Exception, match="forbidden: user 'tester' cannot list"):
         run(denied, outcomes=seen.append)
     assert seen == [], "a refused list is the preflight's one line, not an outcome as well"
+
+
+# ----------------------------------------------------------------------------- the bulk path
+
+
+def stuck_widgets(count: int, terminating: bool = False, crd: bool = False) -> tuple[FakeCluster, list[str]]:
+    """A cluster offering the bulk path, with `count` widgets holding a finalizer in three namespaces."""
+    cluster = FakeCluster(bulk=True)
+    if crd:
+        cluster.add_crd()
+    names = [f"w{i:03}" for i in range(count)]
+    for i, name in enumerate(names):
+        cluster.add(name, ["x"], namespace=f"ns{i % 3}")
+        cluster.stored(name).terminating = terminating
+    return cluster, names
+
+
+def patched(cluster: FakeCluster) -> list[str]:
+    """The names of the PATCHes that reached the fake API server, sorted."""
+    return sorted(name for verb, name in cluster.calls if verb == "patch")
+
+
+@pytest.mark.parametrize("terminating", [False, True], ids=["live", "terminating"])
+@pytest.mark.parametrize("delete", [False, True], ids=["free", "delete"])
+def test_the_bulk_path_frees_each_object_with_one_patch_and_reports_it_once(delete, terminating):
+    cluster, names = stuck_widgets(200, terminating, crd=delete)
+    seen, progress = [], []
+    report = run(cluster, outcomes=seen.append, progress=progress.append, chunk_size=64, delete=delete)
+    assert report.ok, report.failed
+    assert sorted(o.name for o in seen if o.action == Action.UNFINALIZED) == names  # each exactly once
+    assert [o for o in seen if o.action not in (Action.UNFINALIZED, Action.DELETED)] == []
+    assert report.count(Action.UNFINALIZED) == 200 and report.count(Action.GONE) == 0 and report.scanned == 200
+    assert patched(cluster) == names  # one PATCH per object
+    if delete and not terminating:
+        assert cluster.sender.sent == []  # deleted first, on the workers: nothing for the bulk sender
+    else:
+        assert sorted(cluster.sender.sent) == names
+    if delete or terminating:
+        assert [r.name for r in cluster.objects] == []
+    else:
+        assert all(not s.finalizers for s in cluster.objects.values())
+    assert progress and all(p.done <= p.total for p in progress), [p for p in progress if p.done > p.total][:3]
+    assert progress[-1].total == 200
+
+
+def test_patches_the_bulk_sender_hands_back_are_sent_again_and_reported_once():
+    """Refused (5xx, 429) or without an answer (the connection dropped before or after
+    the server applied it): the workers send it again; one outcome each, all freed."""
+    cluster, names = stuck_widgets(10)
+    cluster.answers = {"w001": ["refused"], "w002": ["429"], "w003": ["lost"], "w004": ["applied"]}
+    seen, progress = [], []
+    report = run(cluster, outcomes=seen.append, progress=progress.append, chunk_size=4)
+    assert sorted((o.name, o.action, o.message) for o in seen) == [(n, Action.UNFINALIZED, "") for n in names]
+    assert report.ok and report.count(Action.UNFINALIZED) == 10 and report.failures == 0
+    assert all(not s.finalizers for s in cluster.objects.values())
+    again = ["w001", "w002", "w004"]  # reached the server twice; w003's first one never did
+    assert patched(cluster) == sorted(names + again)
+    assert sorted(cluster.sender.sent) == names and cluster.pushbacks == 1
+    assert all(p.done <= p.total for p in progress) and progress[-1].total == 10
+
+
+@pytest.mark.parametrize("delete", [False, True], ids=["free", "delete"])
+def test_a_terminating_object_gone_after_its_sent_patch_is_unfinalized_not_already_gone(delete):
+    """The server applied the patch, the object went (it was terminating), and the answer
+    was lost: the re-send meets a 404 that is this run's own success."""
+    cluster, names = stuck_widgets(3, terminating=True, crd=delete)
+    cluster.answers = {"w001": ["applied"]}
+    seen = []
+    report = run(cluster, outcomes=seen.append, delete=delete)
+    assert cluster.stored("w001") is None
+    assert [(o.action, o.message) for o in seen if o.name == "w001"] == [
+        (Action.UNFINALIZED, "gone right after the patch")
+    ]
+    assert report.ok and report.count(Action.UNFINALIZED) == 3 and report.count(Action.GONE) == 0
+
+
+def test_a_terminating_object_gone_before_its_bulk_patch_is_already_gone():
+    """A 404 to a patch the server answered is not ours: another writer freed it first."""
+    cluster, names = stuck_widgets(3, terminating=True)
+
+    def other_writer(verb, ref):
+        if verb == "patch" and ref.name == "w001":
+            cluster.objects.pop(ref, None)
+
+    cluster.hooks.append(other_writer)
+    seen = []
+    report = run(cluster, outcomes=seen.append)
+    assert sorted((o.name, o.action, o.message) for o in seen) == [
+        ("w000", Action.UNFINALIZED, ""),
+        ("w001", Action.GONE, "already gone"),
+        ("w002", Action.UNFINALIZED, ""),
+    ]
+    assert report.ok and report.count(Action.UNFINALIZED) == 2 and report.count(Action.GONE) == 1
