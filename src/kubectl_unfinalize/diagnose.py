@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from . import finalizers
 from .cluster import Cluster, ListQuery, crd_ref
 from .errors import ApiError, Forbidden, Invalid, UnfinalizeError
 from .mapper import Mapper
@@ -115,6 +116,8 @@ def blocking(
                 if meta.finalizers
                 else "still terminating (no finalizers; waiting for the garbage collector?)"
             )
+            if left := finalizers.blocker(meta.finalizers):
+                message += f"; {left}"
             book.add(ref, Action.BLOCKING, meta.finalizers, f"{why}: {message}", aspect="b")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from . import crds as crd_sweep
-from . import diagnose, namespaces, objects
+from . import diagnose, finalizers, namespaces, objects
 from .access import preflight
 from .cluster import Cluster, crd_ref, namespace_ref
 from .crds import CrdState
@@ -224,6 +224,9 @@ class Engine:
             down = bool(self.namespaces.unavailable) and namespaces.report_apiservices(grace, self.book, names, why)
             for space in pending.spaces:
                 namespaces.blocking(grace, self.book, space.name, space.contents, down, why)
+                for meta in space.held:  # what the tool leaves to Kubernetes' own controllers
+                    message = f"{why}: {finalizers.blocker(meta.finalizers) or f'finalizers {list(meta.finalizers)}'}"
+                    self.book.of(meta, Action.BLOCKING, meta.finalizers, message)
         undeleted = [c for c in pending.crds if self.options.delete and c.uid is None]
         for state in undeleted:
             self.book.add(

@@ -7,8 +7,9 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
-from . import diagnose
+from . import diagnose, finalizers
 from .cluster import Cluster, remove_all
 from .deadline import Deadline
 from .errors import Conflict, DeadlineExceeded, NotFound, UnfinalizeError
@@ -47,6 +48,8 @@ class Freer:
         options = self.options
         if options.finalizers or options.dry_run is not DryRun.NONE or (options.delete and not meta.terminating):
             return job
+        if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
+            return job  # a built-in controller's finalizer stays: a conditional write
         return remove_all(meta, partial(self.freed, meta, list(meta.finalizers)), job)
 
     def free_known(self, meta: ObjectMeta) -> bool:
@@ -62,14 +65,19 @@ class Freer:
         this patch was sent before and no answer came, so a 404 means it was applied."""
         options = self.options
         removed = options.removable(list(meta.finalizers))
+        # What removing a built-in controller's finalizer may leak is in the object's spec
+        # or status: read it while it is still there (only for a --finalizer naming one).
+        obj = self.cluster.get(meta.ref) if finalizers.needs_object(removed) else None
         for _ in range(CONFLICT_RETRIES):
-            keep = tuple(f for f in meta.finalizers if f not in removed) if options.finalizers else None
+            kept = tuple(f for f in meta.finalizers if f not in removed)
+            # Removing every finalizer needs no precondition; keeping some is a conditional write.
+            keep = kept if options.finalizers or kept else None
             if options.dry_run is not DryRun.CLIENT:
                 try:
                     self.cluster.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
                     if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
-                        return self.freed(meta, removed, "gone right after the patch")
+                        return self.freed(meta, removed, "gone right after the patch", obj)
                     self.book.of(meta, Action.GONE, [], "already gone")
                     return True
                 except Conflict as exc:
@@ -80,20 +88,20 @@ class Freer:
                     now = options.removable(list(fresh.finalizers))
                     if not now:
                         # Nothing left to remove; ours, when an earlier try went through.
-                        return self.freed(meta, removed) if exc.ambiguous else True
+                        return self.freed(meta, removed, obj=obj) if exc.ambiguous else True
                     meta, removed = fresh, now
                     continue
-            return self.freed(meta, removed)
+            return self.freed(meta, removed, obj=obj)
         self.book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
         return False
 
-    def freed(self, meta: ObjectMeta, removed: list[str], message: str = "") -> bool:
+    def freed(self, meta: ObjectMeta, removed: list[str], message: str = "", obj: dict[str, Any] | None = None) -> bool:
         if not meta.terminating and not self.options.delete:
             if self.first_live is None:
                 self.first_live = time.monotonic()
             self.live.add(meta.uid)
             self.live_places.add((meta.ref.resource, meta.ref.namespace))
-        self.book.of(meta, Action.UNFINALIZED, removed, message)
+        self.book.of(meta, Action.UNFINALIZED, removed, message, finalizers.leaks(removed, obj, meta.external_name))
         return True
 
     def contain(self, ref: ObjectRef, verb: str, job: Callable[[], bool]) -> bool:

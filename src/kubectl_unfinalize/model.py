@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from .errors import IncompleteError
+from .finalizers import EXTERNAL_NAME
 from .options import DryRun
 
 CRD_RESOURCE_GROUP = "apiextensions.k8s.io"
@@ -81,6 +82,7 @@ class ObjectMeta:
     finalizers: tuple[str, ...]
     terminating: bool
     managers: tuple[str, ...] = ()
+    external_name: str = ""  # crossplane.io/external-name: what an operator made outside the cluster
 
     @classmethod
     def from_dict(cls, resource: Resource, obj: dict[str, Any]) -> ObjectMeta:
@@ -97,6 +99,7 @@ class ObjectMeta:
             finalizers=tuple(meta.get("finalizers") or ()),
             terminating=bool(meta.get("deletionTimestamp")),
             managers=tuple(m for m in managers if m),
+            external_name=str((meta.get("annotations") or {}).get(EXTERNAL_NAME) or ""),
         )
 
 
@@ -156,6 +159,7 @@ class Outcome:
     finalizers: list[str] = field(default_factory=list)
     message: str = ""
     dry_run: DryRun = DryRun.NONE
+    leaks: str = ""  # what removing the finalizers may have left behind, from what the object said
 
     def __post_init__(self) -> None:
         if type(self.action) is not Action:  # a str from a caller of the API
@@ -175,6 +179,7 @@ class Outcome:
             "namespace": self.namespace,
             "finalizers": list(self.finalizers),
             "message": self.message,
+            "leaks": self.leaks,
         }
 
 

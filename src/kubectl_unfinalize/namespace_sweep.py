@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from . import diagnose, namespaces
@@ -19,6 +19,7 @@ from .errors import DeadlineExceeded, UnfinalizeError
 from .freeing import Freer
 from .model import Action, ObjectMeta, ObjectRef, Resource
 
+HELD_SHOWN = 20  # objects kept by built-in controllers named per namespace at the end
 NAMESPACE_RELIST = 1.0  # while waiting, a namespace's contents are listed again at most this often
 
 
@@ -30,6 +31,7 @@ class NamespaceState:
     contents: int | None = None  # objects the last listing found inside
     listed_at: float = float("-inf")
     access: NamespaceAccess | None = None
+    held: list[ObjectMeta] = field(default_factory=list)  # terminating, kept only by built-in controllers' finalizers
 
 
 class NamespaceSweep:
@@ -95,9 +97,11 @@ class NamespaceSweep:
         futures = [pool.submit(self._list_in, state.name, resource) for resource in listable]
         contents = 0
         queued: set[str] = set()
+        held: list[ObjectMeta] = []
         for future in as_completed(futures):
-            count, wanted = future.result()
+            count, wanted, kept = future.result()
             contents += count
+            held += kept[: HELD_SHOWN - len(held)]
             for meta in wanted:
                 if meta.uid in queued:  # the same object under another group (events)
                     continue
@@ -112,7 +116,7 @@ class NamespaceSweep:
                 if not meta.terminating:
                     self.live_lists.add((resource, state.name))
                 yield partial(self.freer.contain, meta.ref, "free", partial(self.freer.free, meta))
-        state.contents = contents
+        state.contents, state.held = contents, held
 
     def _discover(self, ref: ObjectRef) -> namespaces.Discovery | None:
         if self.discovery is None:
@@ -126,13 +130,15 @@ class NamespaceSweep:
             self.unavailable += [gv for gv in self.discovery.unavailable if gv not in self.unavailable]
         return self.discovery
 
-    def _list_in(self, namespace: str, resource: Resource) -> tuple[int, list[ObjectMeta]]:
-        """On a worker: how many objects of `resource` are in the namespace, and those
-        with finalizers this run removes."""
+    def _list_in(self, namespace: str, resource: Resource) -> tuple[int, list[ObjectMeta], list[ObjectMeta]]:
+        """On a worker: how many objects of `resource` are in the namespace, those with
+        finalizers this run removes, and the terminating ones only a built-in controller's
+        finalizers keep (named if they are still there at the end)."""
         options = self.freer.options
         query = ListQuery(namespace, options.label_selector, options.field_selector, options.chunk_size)
         count = 0
         wanted: list[ObjectMeta] = []
+        held: list[ObjectMeta] = []
         try:
             for page in self.freer.cluster.list_meta(resource, query):
                 count += len(page)
@@ -140,6 +146,8 @@ class NamespaceSweep:
                     self.freer.seen.add(meta.uid)
                     if self.freer.wanted(meta):
                         wanted.append(meta)
+                    elif meta.terminating and meta.finalizers and len(held) < HELD_SHOWN:
+                        held.append(meta)
         except DeadlineExceeded:
             pass
         except UnfinalizeError as exc:
@@ -147,7 +155,7 @@ class NamespaceSweep:
             self.freer.book.add(
                 namespace_ref(namespace), Action.FAILED, message=message, aspect=f"list {resource.qualified}"
             )
-        return count, wanted
+        return count, wanted, held
 
     def _who(self) -> str:
         if self._user is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import ConfigError, InputError
+from .finalizers import BUILTIN, CRD_CLEANUP
 
 DEFAULT_TIMEOUT = 300.0
 """Every run is bounded: a teardown step that may hang is the problem this tool removes."""
@@ -106,10 +107,12 @@ class Options:
         return self.timeout if self.timeout is not None else DEFAULT_TIMEOUT
 
     def removable(self, finalizers: list[str]) -> list[str]:
-        """The finalizers this run removes from an object that has `finalizers`."""
+        """The finalizers this run removes from an object that has `finalizers`: those
+        named with --finalizer, else every one but those Kubernetes' own controllers own
+        (finalizers.BUILTIN). A CRD's own cleanup finalizer never."""
         if self.finalizers:
-            return [f for f in finalizers if f in self.finalizers]
-        return list(finalizers)
+            return [f for f in finalizers if f in self.finalizers and f != CRD_CLEANUP]
+        return [f for f in finalizers if f not in BUILTIN]
 
 
 @dataclass(frozen=True)

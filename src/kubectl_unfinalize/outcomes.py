@@ -26,10 +26,15 @@ class OutcomeBook:
         self.counts: Counter[Action] = Counter()
 
     def outcome(
-        self, ref: ObjectRef, action: Action, finalizers: tuple[str, ...] | list[str] = (), message: str = ""
+        self,
+        ref: ObjectRef,
+        action: Action,
+        finalizers: tuple[str, ...] | list[str] = (),
+        message: str = "",
+        leaks: str = "",
     ) -> Outcome:
         dry_run = self.dry_run if action in (Action.UNFINALIZED, Action.DELETED) else DryRun.NONE
-        return Outcome(ref.resource.display, ref.name, action, ref.namespace, list(finalizers), message, dry_run)
+        return Outcome(ref.resource.display, ref.name, action, ref.namespace, list(finalizers), message, dry_run, leaks)
 
     def record(self, key: ObjectKey, outcome: Outcome, first_only: bool = False) -> None:
         """Keep the object's newest outcome and report it, unless it says nothing new:
@@ -56,11 +61,19 @@ class OutcomeBook:
         finalizers: tuple[str, ...] | list[str] = (),
         message: str = "",
         aspect: str = "",
+        leaks: str = "",
     ) -> None:
-        self.record(ObjectKey.of(ref, aspect), self.outcome(ref, action, finalizers, message))
+        self.record(ObjectKey.of(ref, aspect), self.outcome(ref, action, finalizers, message, leaks))
 
-    def of(self, meta: ObjectMeta, action: Action, finalizers: tuple[str, ...] | list[str], message: str = "") -> None:
-        self.add(meta.ref, action, finalizers, message)
+    def of(
+        self,
+        meta: ObjectMeta,
+        action: Action,
+        finalizers: tuple[str, ...] | list[str],
+        message: str = "",
+        leaks: str = "",
+    ) -> None:
+        self.add(meta.ref, action, finalizers, message, leaks=leaks)
 
     def last(self, ref: ObjectRef) -> Outcome | None:
         with self._lock:

@@ -39,6 +39,8 @@ def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) ->
     if outcome.finalizers and outcome.action in (Action.UNFINALIZED, *_EXPLAINED):
         label = "removed" if outcome.action == Action.UNFINALIZED else "finalizers"
         details.append(f"{label} {', '.join(outcome.finalizers)}")
+    if outcome.leaks:
+        details.append(f"may leak: {outcome.leaks}")
     text = f"{outcome.ref} {verb}"
     if details:
         text += f" ({'; '.join(details)})"

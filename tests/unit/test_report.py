@@ -21,7 +21,15 @@ def test_json_document_is_stable_for_scripts():
     data = json.loads(json.dumps(report.to_dict()))
     assert data["ok"] is True and data["summary"]["scanned"] == 3 and data["seconds"] == 1.235
     assert data["items"] == [
-        {"resource": "w.x", "name": "a", "action": "unfinalized", "namespace": "ns", "finalizers": ["f"], "message": ""}
+        {
+            "resource": "w.x",
+            "name": "a",
+            "action": "unfinalized",
+            "namespace": "ns",
+            "finalizers": ["f"],
+            "message": "",
+            "leaks": "",
+        }
     ]
     assert "3 scanned, 1 unfinalized" in summary_line(report)
 
