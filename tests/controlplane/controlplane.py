@@ -41,6 +41,7 @@ ADMIN_USER = "unfinalize-admin"
 CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
+    "persistentvolumeclaim-protection-controller",  # a built-in finalizer the tool leaves to its controller
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "root-ca-certificate-publisher-controller",
