@@ -7,7 +7,8 @@ from __future__ import annotations
 from crs import create, wait_until
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
-from test_namespaces import make_namespace, namespace_state  # noqa: F401 - a fixture
+from test_namespaces import make_namespace as _make_namespace  # the fixture, under a name of this module's
+from test_namespaces import namespace_state
 
 HOLD = "unfinalize.test/hold"
 LB = "service.kubernetes.io/load-balancer-cleanup"
@@ -24,11 +25,9 @@ def _exists(read) -> bool:
         raise
 
 
-def test_ns_delete_leaves_built_in_finalizers_to_their_controllers(  # noqa: F811 - make_namespace is a fixture
-    api_client, make_crd, make_namespace, cli, audit
-):
+def test_ns_delete_leaves_built_in_finalizers_to_their_controllers(api_client, make_crd, _make_namespace, cli, audit):
     crd = make_crd(kind="Leftover")
-    ns = make_namespace()
+    ns = _make_namespace()
     core = CoreV1Api(api_client)
     create(api_client, crd, "cr", ns, finalizers=[HOLD])
     core.create_namespaced_service(
