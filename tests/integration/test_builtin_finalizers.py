@@ -7,6 +7,7 @@ from __future__ import annotations
 from crs import create, wait_until
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
+from test_namespaces import make_namespace as _make_namespace  # noqa: F401 - the fixture, by a name of this module's
 from test_namespaces import namespace_state
 
 HOLD = "unfinalize.test/hold"
