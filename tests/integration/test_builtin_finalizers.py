@@ -7,7 +7,7 @@ from __future__ import annotations
 from crs import create, wait_until
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
-from test_namespaces import make_namespace as _make_namespace  # noqa: F401 - the fixture, by a name of this module's
+from test_namespaces import make_namespace  # noqa: F401 - the fixture
 from test_namespaces import namespace_state
 
 HOLD = "unfinalize.test/hold"
@@ -25,9 +25,15 @@ def _exists(read) -> bool:
         raise
 
 
-def test_ns_delete_leaves_built_in_finalizers_to_their_controllers(api_client, make_crd, _make_namespace, cli, audit):
+def test_ns_delete_leaves_built_in_finalizers_to_their_controllers(
+    api_client,
+    make_crd,
+    make_namespace,  # noqa: F811 - the fixture imported from test_namespaces
+    cli,
+    audit,
+):
     crd = make_crd(kind="Leftover")
-    ns = _make_namespace()
+    ns = make_namespace()
     core = CoreV1Api(api_client)
     create(api_client, crd, "cr", ns, finalizers=[HOLD])
     core.create_namespaced_service(
