@@ -7,8 +7,10 @@ from __future__ import annotations
 from crs import create, wait_until
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
-from test_namespaces import make_namespace  # noqa: F401 - the fixture
-from test_namespaces import namespace_state
+from test_namespaces import (
+    make_namespace,  # noqa: F401 - the fixture
+    namespace_state,
+)
 
 HOLD = "unfinalize.test/hold"
 LB = "service.kubernetes.io/load-balancer-cleanup"
