@@ -14,6 +14,7 @@ from .model import Action, ObjectKey, ObjectMeta, ObjectRef, Outcome
 from .options import DryRun
 
 OutcomeListener = Callable[[Outcome], None]
+Names = tuple[str, ...] | list[str]
 
 
 class OutcomeBook:
@@ -26,12 +27,7 @@ class OutcomeBook:
         self.counts: Counter[Action] = Counter()
 
     def outcome(
-        self,
-        ref: ObjectRef,
-        action: Action,
-        finalizers: tuple[str, ...] | list[str] = (),
-        message: str = "",
-        leaks: str = "",
+        self, ref: ObjectRef, action: Action, finalizers: Names = (), message: str = "", leaks: str = ""
     ) -> Outcome:
         dry_run = self.dry_run if action in (Action.UNFINALIZED, Action.DELETED) else DryRun.NONE
         return Outcome(ref.resource.display, ref.name, action, ref.namespace, list(finalizers), message, dry_run, leaks)
@@ -58,21 +54,14 @@ class OutcomeBook:
         self,
         ref: ObjectRef,
         action: Action,
-        finalizers: tuple[str, ...] | list[str] = (),
+        finalizers: Names = (),
         message: str = "",
         aspect: str = "",
         leaks: str = "",
     ) -> None:
         self.record(ObjectKey.of(ref, aspect), self.outcome(ref, action, finalizers, message, leaks))
 
-    def of(
-        self,
-        meta: ObjectMeta,
-        action: Action,
-        finalizers: tuple[str, ...] | list[str],
-        message: str = "",
-        leaks: str = "",
-    ) -> None:
+    def of(self, meta: ObjectMeta, action: Action, finalizers: Names, message: str = "", leaks: str = "") -> None:
         self.add(meta.ref, action, finalizers, message, leaks=leaks)
 
     def last(self, ref: ObjectRef) -> Outcome | None:
