@@ -45,6 +45,7 @@ def unfinalize(
     finalizers: Sequence[str] = (),
     concurrency: int = 64,
     chunk_size: int = 500,
+    remove_dead_webhooks: bool = False,
     kubeconfig: str | None = None,
     context: str | None = None,
     connection: ConnectionOptions | None = None,
@@ -63,6 +64,10 @@ def unfinalize(
     cluster cannot be reached before the first write. Once writing has started, every
     failure is an outcome in the returned Report, so a teardown can decide whether a
     partial result is acceptable (or call `raise_for_failure()`).
+
+    remove_dead_webhooks=True deletes the admission webhook configurations whose backend
+    is gone and that refused a write of this run (each one is an outcome); without it such
+    a configuration is named, and the writes it refuses are not sent again.
     """
     if connection is not None and (kubeconfig or context):
         raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
@@ -87,6 +92,7 @@ def unfinalize(
         finalizers=tuple(finalizers),
         concurrency=concurrency,
         chunk_size=chunk_size,
+        remove_dead_webhooks=remove_dead_webhooks,
     )
     connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
     return run(selection, options, connection, on_outcome=on_outcome, on_progress=on_progress, confirm=confirm)

@@ -111,6 +111,9 @@ class Engine:
         if options.delete and pending.spaces:
             self.freer.cleared()
             self.namespaces.delete(pool, pending.spaces)
+        if options.delete and (first := objects.blockers(pending.objects)):
+            self.freer.cleared()  # -f webhook configurations and APIServices would refuse or hide the rest
+            objects.delete_first(self.freer, first)
         poll = FIRST_POLL
         while True:
             if not self._pass(pool, pending):
@@ -141,11 +144,27 @@ class Engine:
             [
                 c
                 for c in pending.crds
-                if not c.refused and (c.uid is None or (c.uid and exists(crd_ref(c.crd.name), c.uid)))
+                if not c.refused
+                and not self._hopeless(c)
+                and (c.uid is None or (c.uid and exists(crd_ref(c.crd.name), c.uid)))
             ],
-            [o for o in pending.objects if o.uid and exists(o.ref, o.uid)],
+            [
+                o
+                for o in pending.objects
+                if o.uid and not self.freer.admission.blocking(o.ref, "UPDATE") and exists(o.ref, o.uid)
+            ],
             [n for n in pending.spaces if n.uid and exists(namespace_ref(n.name), n.uid)],
         )
+
+    def _hopeless(self, state: CrdState) -> bool:
+        """A dead admission webhook refused each of its objects the last pass could not
+        free: it is reported now, and not waited on until the deadline."""
+        if not self.freer.stuck(state.crd.resource, state.blocked):
+            return False
+        done = "deleted" if state.uid else "not deleted"
+        message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
+        self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect="b")
+        return True
 
     def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:
         """One sweep over every target, as many jobs in flight as the pacing allows;
@@ -153,6 +172,7 @@ class Engine:
         for crd in pending.crds:
             crd.counting = 0
         self.namespaces.begin_pass()
+        self.freer.begin_pass()
         for job in self._jobs(pool, pending):
             if self.deadline.expired():
                 break

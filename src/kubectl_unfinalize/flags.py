@@ -130,6 +130,15 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         metavar="DURATION",
         help="bound the whole run, retries included, e.g. 90s, 2m (default 5m)",
     )
+    act.add_argument(
+        "--remove-dead-webhooks",
+        action="store_true",
+        help="when a finalizer patch or delete is refused because an admission webhook's backend is gone "
+        "(connection refused, a timeout, its Service missing or without ready endpoints), delete that "
+        "ValidatingWebhookConfiguration or MutatingWebhookConfiguration and send the write again; only "
+        "configurations whose rules matched a selected object's write are removed, each one is reported. "
+        "Never implied by --delete. Without it, the run names the configuration and stops writing what it refuses",
+    )
     add_bool_flag(
         act, "--wait", True, "with --delete, wait until everything is gone (--wait=false returns after one pass)"
     )
@@ -255,4 +264,5 @@ def to_options(args: argparse.Namespace) -> Options:
         finalizers=tuple(args.finalizer),
         concurrency=args.concurrency,
         chunk_size=args.chunk_size,
+        remove_dead_webhooks=args.remove_dead_webhooks,
     )

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from . import diagnose, finalizers
+from .admission import Admission, Blocked, guard
 from .cluster import Cluster, remove_all
 from .deadline import Deadline
 from .errors import Conflict, DeadlineExceeded, NotFound, UnfinalizeError
@@ -24,7 +25,9 @@ class Freer:
     """What every sweep (CRDs, namespaces, manifest objects) frees objects with. Thread-safe."""
 
     def __init__(self, cluster: Cluster, options: Options, book: OutcomeBook, deadline: Deadline) -> None:
-        self.cluster = cluster
+        # Writes go through the admission guard: none is sent that a dead webhook refuses.
+        self.admission = Admission(cluster, options, book)
+        self.cluster = guard(cluster, self.admission)
         self.options = options
         self.book = book
         self.deadline = deadline
@@ -48,6 +51,8 @@ class Freer:
         options = self.options
         if options.finalizers or options.dry_run is not DryRun.NONE or (options.delete and not meta.terminating):
             return job
+        if self.admission.blocking(meta.ref, "UPDATE"):
+            return job  # not sent: the job says why
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
         return remove_all(meta, partial(self.freed, meta, list(meta.finalizers)), job)
@@ -110,11 +115,23 @@ class Freer:
             return job()
         except DeadlineExceeded:
             pass  # not sent: what still blocks is said by the diagnosis at the deadline
+        except Blocked as exc:  # lasting: the webhook's own line says what and how to fix it
+            with self.lock:
+                self.admission.refusals[ref.resource] += 1
+            self.book.add(ref, Action.FAILED, message=str(exc))
         except UnfinalizeError as exc:
             self.book.add(ref, Action.FAILED, message=diagnose.explain(exc, verb, ref.resource))
         except Exception as exc:  # noqa: BLE001 - contained: one object's bug must not lose the report
             self.book.add(ref, Action.FAILED, message=f"unexpected {type(exc).__name__}: {exc}")
         return False
+
+    def begin_pass(self) -> None:
+        self.admission.refusals.clear()
+
+    def stuck(self, resource: Resource, failed: int) -> bool:
+        """Every one of the `failed` objects of `resource` in the last pass was refused by
+        a dead admission webhook: waiting for them cannot help."""
+        return failed > 0 and self.admission.refusals[resource] >= failed
 
     def exists(self, ref: ObjectRef, uid: str) -> bool:
         """Still there with the uid this run deleted; a re-created object is reported,

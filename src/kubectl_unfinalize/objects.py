@@ -1,13 +1,20 @@
 """The manifest-object sweep: single objects named by -f documents, deleted first with
 --delete (the DELETE's answer says whether finalizers hold the object, so freeing it
-needs no read), then freed."""
+needs no read), then freed.
+
+Under --delete, the documents that would block the rest are deleted before anything
+else: admission webhook configurations (their backend goes with the operator, and each
+write they match is then refused) and APIServices (an unavailable one keeps namespaces
+Terminating). Webhooks are never called for webhook configurations, so that DELETE works."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
+from .admission import CONFIGURATIONS
 from .freeing import Freer
-from .model import Action, ObjectRef
+from .model import APISERVICE_RESOURCE, Action, ObjectRef
 from .options import DryRun
 
 
@@ -16,6 +23,20 @@ class ObjectState:
     ref: ObjectRef
     uid: str = ""
     deleted: bool = False
+
+
+FIRST = {(r.group, r.plural) for r in (*CONFIGURATIONS, APISERVICE_RESOURCE)}
+
+
+def blockers(objects: list[ObjectState]) -> list[ObjectState]:
+    """The manifest objects to delete before anything else."""
+    return [o for o in objects if (o.ref.resource.group, o.ref.resource.plural) in FIRST]
+
+
+def delete_first(freer: Freer, objects: list[ObjectState]) -> None:
+    """On the engine's thread, before the first pass: a few objects, one after the other."""
+    for obj in objects:
+        freer.contain(obj.ref, "delete", partial(free, freer, obj))
 
 
 def free(freer: Freer, obj: ObjectState) -> bool:

@@ -89,6 +89,7 @@ class Options:
     chunk_size: int = 500
     settle: float = 1.0
     poll: float = 0.2
+    remove_dead_webhooks: bool = False  # opt-in: delete admission webhook configurations whose backend is dead
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))

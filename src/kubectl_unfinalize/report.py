@@ -44,7 +44,7 @@ def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) ->
     text = f"{outcome.ref} {verb}"
     if details:
         text += f" ({'; '.join(details)})"
-    if outcome.message and outcome.action in _EXPLAINED:
+    if outcome.message and (outcome.action in _EXPLAINED or outcome.action == Action.DELETED):  # a removed webhook
         text += f": {outcome.message}"
     text += _DRY[outcome.dry_run]
     if color and outcome.action in _COLORS:
