@@ -127,6 +127,7 @@ class Action(str, Enum):
     FAILED = "failed"
     REFINALIZED = "refinalized"
     BLOCKING = "blocking"
+    RECONFIGURED = "reconfigured"  # a CRD's spec changed so its deletion can finish (a dead conversion webhook)
 
     @property
     def is_failure(self) -> bool:
@@ -246,6 +247,7 @@ class Report:
                 "deleted": self.count(Action.DELETED),
                 "gone": self.count(Action.GONE),
                 "failed": self.failures,
+                "reconfigured": self.count(Action.RECONFIGURED),
             },
             "error": self.error,
             "skipped": list(self.skipped),

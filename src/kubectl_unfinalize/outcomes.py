@@ -29,7 +29,7 @@ class OutcomeBook:
     def outcome(
         self, ref: ObjectRef, action: Action, finalizers: Names = (), message: str = "", leaks: str = ""
     ) -> Outcome:
-        dry_run = self.dry_run if action in (Action.UNFINALIZED, Action.DELETED) else DryRun.NONE
+        dry_run = self.dry_run if action in (Action.UNFINALIZED, Action.DELETED, Action.RECONFIGURED) else DryRun.NONE
         return Outcome(ref.resource.display, ref.name, action, ref.namespace, list(finalizers), message, dry_run, leaks)
 
     def record(self, key: ObjectKey, outcome: Outcome, first_only: bool = False) -> None:

@@ -20,10 +20,11 @@ _VERBS = {
     Action.FAILED: "failed",
     Action.REFINALIZED: "finalizers came back",
     Action.BLOCKING: "still blocking",
+    Action.RECONFIGURED: "reconfigured",
 }
 _DRY = {DryRun.CLIENT: " (dry run)", DryRun.SERVER: " (server dry run)", DryRun.NONE: ""}
 _COLORS = {Action.FAILED: "31", Action.REFINALIZED: "33", Action.BLOCKING: "31"}
-_EXPLAINED = (Action.FAILED, Action.REFINALIZED, Action.BLOCKING, Action.RECREATED)
+_EXPLAINED = (Action.FAILED, Action.REFINALIZED, Action.BLOCKING, Action.RECREATED, Action.RECONFIGURED)
 
 
 def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) -> str | None:

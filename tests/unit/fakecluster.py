@@ -6,6 +6,7 @@ own (FakeBulk), as they go to bulk.Bulk on a real cluster."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import queue
 import threading
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from kubectl_unfinalize.bulk import BulkPatch, Sink
 from kubectl_unfinalize.cluster import Deleted, ListQuery
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.errors import Conflict, Gone, NotFound
+from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from kubectl_unfinalize.options import DryRun
 
@@ -73,6 +74,8 @@ class FakeCluster:
         self.offers_bulk = bulk
         self.answers: dict[str, list[Answer]] = {}
         self.sender: FakeBulk | None = None  # the last one bulk() made
+        self.specs: dict[str, dict[str, Any]] = {}  # a CRD's spec and status by name, as get() shows them
+        self.merge_patches: list[tuple[str, dict[str, Any], DryRun]] = []  # (name, body, dry run) of each
 
     # -- setup
     def add(
@@ -88,6 +91,23 @@ class FakeCluster:
 
     def add_namespace(self, name: str, finalizers: tuple[str, ...] | list[str] = ()) -> ObjectRef:
         return self.add(name, list(finalizers), None, NAMESPACE_RESOURCE)
+
+    def convert_with_webhook(self, crd: CRD = WIDGET_CRD, url: str = "https://127.0.0.1:1/convert") -> None:
+        """The CRD converts with a webhook whose backend is gone: every list of its
+        objects fails as the API server's does, until spec.conversion is changed."""
+        conversion = {"strategy": "Webhook", "webhook": {"clientConfig": {"url": url, "caBundle": "Q0E="}}}
+        self.specs[crd.name] = {"spec": {"conversion": conversion}, "status": {"storedVersions": ["v1", "v2"]}}
+        message = (
+            f"conversion webhook for {crd.resource.group}/v2, Kind={crd.resource.kind} failed:"
+            f' Post "{url}?timeout=30s": dial tcp 127.0.0.1:1: connect: connection refused'
+        )
+
+        def dead(verb: str, ref: ObjectRef) -> None:
+            strategy = self.specs[crd.name]["spec"]["conversion"].get("strategy")
+            if verb == "list" and ref.resource == crd.resource and strategy == "Webhook":
+                raise ApiError(500, "InternalError", message, "GET", crd.resource.path())
+
+        self.hooks.append(dead)
 
     def stored(self, name: str, resource: Resource = WIDGETS) -> Stored | None:
         return next((s for r, s in self.objects.items() if r.name == name and r.resource == resource), None)
@@ -209,7 +229,20 @@ class FakeCluster:
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None:
         meta = self.get_meta(ref)
-        return None if meta is None else {"metadata": {"name": ref.name, "finalizers": list(meta.finalizers)}}
+        if meta is None:
+            return None
+        extra = self.specs.get(ref.name, {}) if ref.resource == CRD_RESOURCE else {}
+        return {"metadata": {"name": ref.name, "finalizers": list(meta.finalizers)}, **copy.deepcopy(extra)}
+
+    def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
+        """JSON merge patch semantics on the CRD's spec and status (None removes a key)."""
+        assert dry_run is not DryRun.CLIENT, "a client dry run must not send a PATCH"
+        self._call("merge_patch", ref)
+        if ref not in self.objects:
+            raise NotFound(404, "NotFound", "not found")
+        self.merge_patches.append((ref.name, body, dry_run))
+        if dry_run is DryRun.NONE:
+            _merge(self.specs.setdefault(ref.name, {}), body)
 
     def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
         assert dry_run is not DryRun.CLIENT, "a client dry run must not send a DELETE"
@@ -246,6 +279,16 @@ class FakeCluster:
 
     def whoami(self) -> str:
         return "tester"
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
 
 
 class FakeBulk:
