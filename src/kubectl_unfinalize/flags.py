@@ -40,6 +40,19 @@ examples:
   kubectl unfinalize crd widgets --finalizer example.com/cleanup -n team-a
   kubectl unfinalize ns test-1234 --delete --timeout 60s
 
+admission webhooks left behind: when a finalizer patch is refused with "failed calling
+webhook" and the webhook's backend is gone (connection refused, a timeout, its Service
+missing or without ready endpoints), the run names the configuration once, sends no
+more writes it refuses and ends with exit 1 (a CRD whose objects it refuses is not
+deleted); the line reads
+  validatingwebhookconfiguration.admissionregistration.k8s.io/NAME still blocking: webhook
+  "W" (rule UPDATE on GROUP/RESOURCE, failurePolicy Fail) calls URL, which refuses
+  connections; remove it with `kubectl delete validatingwebhookconfiguration NAME`, or
+  run again with --remove-dead-webhooks.
+That flag deletes such configurations (each removal is reported), then frees as usual.
+With -f and --delete, the webhook configurations and APIServices the manifests declare
+are deleted first.
+
 final check: without --delete, when objects that were not being deleted were freed,
 the tool waits 1s and reads them again to name any controller that put them back.
 
