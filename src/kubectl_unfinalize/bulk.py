@@ -35,6 +35,7 @@ from .connections import Connections
 from .wire import READ_SIZE, Parser, ProtocolError, Wire, request_head
 
 WAKE = b"."
+MAX_THROTTLED = 1.0  # the longest Retry-After a refused patch waits, as the transport's (see there)
 LOOK_EVERY = 0.1  # seconds between looks for overdue answers
 
 
@@ -60,7 +61,7 @@ class Sink(Protocol):
 
     def finished(self, started: float) -> None: ...
 
-    def requeue(self, job: Callable[[], object]) -> None: ...
+    def requeue(self, job: Callable[[], object], wait: float = 0.0) -> None: ...
 
     def failed(self, exc: BaseException) -> None: ...
 
@@ -86,7 +87,7 @@ class Bulk:
         connections: Connections,
         headers: Callable[[], bytes],
         timeout: Callable[[], float],
-        on_pushback: Callable[[], None],
+        on_pushback: Callable[[float], None],  # a 429: told when the refused patch was sent
         sink: Sink,
         cap: int,
     ) -> None:
@@ -263,8 +264,10 @@ class Bulk:
         else:
             self._idle.append(conn)
         if not 200 <= answer.status < 300:
-            if answer.status == 429:
-                self._on_pushback()
+            if answer.status == 429:  # that patch waits its Retry-After out, not the others
+                self._on_pushback(exchange.started)
+                self._sink.requeue(exchange.job, _retry_after(answer.headers))
+                return
             self._sink.requeue(exchange.job)  # answered: not applied, the workers send it afresh
             return
         try:
@@ -324,3 +327,11 @@ class Bulk:
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
+
+
+def _retry_after(headers: dict[str, str]) -> float:
+    """A 429's Retry-After in seconds (0 without one: the workers' retry rules apply)."""
+    try:
+        return min(max(float(headers.get("retry-after", 0)), 0.0), MAX_THROTTLED)
+    except ValueError:
+        return 0.0

@@ -7,11 +7,13 @@ goes through `Transport.request`, over connections.py's per-thread connections.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -31,6 +33,10 @@ MAX_ATTEMPTS_500 = 3  # a 500 is often lasting (a dead conversion webhook)
 MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likely a wrong address than an outage
 MAX_BACKOFF = 2.0  # an API server restart takes seconds: notice its return quickly
 MAX_RETRY_AFTER = 30.0
+# A 429's Retry-After is waited at most this long: API Priority and Fairness asks for up to
+# 30 s, sized for clients that do not pace themselves; the request is sent again only
+# within the pacing's limit, which the refusal has already lowered.
+MAX_THROTTLED = 1.0
 READ_TIMEOUT = 60.0
 MIN_TIME = 0.01  # a request with less time than this left is not sent: it could only time out
 LOG_BODY = 1000
@@ -71,7 +77,10 @@ class Transport:
         self._bodies = verbosity >= 8
         self.sleep = time.sleep
         self.reached = False  # once the server has answered, an outage is waited out until the deadline
-        self.pushbacks = 0  # 429 answers so far: the engine's pacing slows down on them
+        self.pushbacks = 0  # 429 answers so far
+        self.on_refused: Callable[[float], None] | None = None  # told each 429's send time: the engine's pacing
+        # How a 429's Retry-After is waited: the engine's workers give the request's place up meanwhile.
+        self.parked: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
         self._static = [("User-Agent", f"kubectl-unfinalize/{__version__}")]
         if self._token:
             self._static.append(("Authorization", self._token))
@@ -102,8 +111,11 @@ class Transport:
     def logging(self) -> bool:
         return self._log is not None
 
-    def pushed_back(self) -> None:
+    def pushed_back(self, sent: float) -> None:
+        """A request sent at `sent` (time.monotonic()) was answered 429."""
         self.pushbacks += 1
+        if self.on_refused is not None:
+            self.on_refused(sent)
 
     def authorization(self) -> str | None:
         """The Authorization header's value now (an exec plugin's token is refreshed)."""
@@ -178,19 +190,22 @@ class Transport:
                 data = response.data
                 return json.loads(data) if data and decode else None
             error = _api_error(method, path, response, ambiguous)
-            if status == 429:
-                self.pushed_back()
+            throttled = status == 429
+            if throttled:
+                self.pushed_back(started)
             internal_errors += status == 500
             delay = _retry_delay(error, attempt)
             retry = (
                 status in RETRY_STATUSES
                 and internal_errors < MAX_ATTEMPTS_500
                 and (bounded or attempt < MAX_ATTEMPTS)
-                and delay < deadline.remaining()
+                # a 429 is waited out until the deadline, which then ends the request unsent
+                and (delay < deadline.remaining() or (throttled and bounded))
             )
             if not retry:
                 raise error
-            self.sleep(delay)
+            with self.parked() if throttled else contextlib.nullcontext():
+                self.sleep(min(delay, deadline.remaining()))
 
     def _trace(self, method: str, url: str, result: str, started: float, attempt: int, data: bytes | None) -> None:
         if self._log is None:
@@ -211,7 +226,8 @@ def _backoff(attempt: int) -> float:
 
 def _retry_delay(error: ApiError, attempt: int) -> float:
     if error.retry_after is not None:
-        return min(max(float(error.retry_after), 0.0), MAX_RETRY_AFTER)
+        cap = MAX_THROTTLED if error.status == 429 else MAX_RETRY_AFTER
+        return min(max(float(error.retry_after), 0.0), cap)
     return _backoff(attempt)
 
 

@@ -12,6 +12,7 @@ runs here, still counted in flight.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -37,6 +38,7 @@ class Workers:
         self._size = size
         self._threads: list[threading.Thread] = []  # started as the jobs on threads first need them
         self._on_threads = 0  # jobs queued for the threads and not finished
+        self._parked = 0  # jobs waiting out a Retry-After, not counted in flight
         self.bulk: Bulk | None = None  # where BulkPatch jobs go, when the cluster offers it
 
     def submit(self, job: Job) -> None:
@@ -50,9 +52,11 @@ class Workers:
         else:
             self.requeue(job)
 
-    def requeue(self, job: Job) -> None:
+    def requeue(self, job: Job, wait: float = 0.0) -> None:
         """Run `job` on a thread; it is already counted in flight (a patch the bulk
-        sender hands back)."""
+        sender hands back). `wait`: seconds it first waits, parked (a 429's Retry-After)."""
+        if wait > 0:
+            job = partial(self._after, wait, job)
         with self._changed:
             self._on_threads += 1
             if len(self._threads) < min(self._on_threads, self._size):
@@ -70,6 +74,37 @@ class Workers:
             if self._inflight <= self._limit() * 3 // 4:
                 self._changed.notify_all()
 
+    def in_flight_now(self) -> int:
+        """Jobs in flight, less those parked."""
+        return self._inflight
+
+    @contextlib.contextmanager
+    def parked(self) -> Iterator[None]:
+        """On one of these threads, the job gives its place up meanwhile (it waits out a
+        Retry-After, the server is not asked) and takes one again, within the limit then
+        in force, before it goes on: a refused request delays itself, not the others.
+        Elsewhere (the read-ahead, the main thread), nothing."""
+        if threading.current_thread() not in self._threads:
+            yield
+            return
+        with self._changed:
+            self._inflight -= 1
+            self._parked += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                while self._inflight >= self._limit():
+                    self._changed.wait()
+                self._inflight += 1
+                self._parked -= 1
+
+    def _after(self, wait: float, job: Job) -> object:
+        with self.parked():
+            time.sleep(wait)
+        return job()
+
     def failed(self, exc: BaseException) -> None:
         """A bug where jobs run: raised again by drain()."""
         self._error = self._error or exc
@@ -79,7 +114,7 @@ class Workers:
     def drain(self, timeout: float | None = None) -> None:
         """Wait until every queued job has finished; re-raise a job's bug here."""
         with self._changed:
-            self._changed.wait_for(lambda: self._inflight == 0, timeout)
+            self._changed.wait_for(lambda: self._inflight == 0 and not self._parked, timeout)
         if self._error is not None:
             error, self._error = self._error, None
             raise error

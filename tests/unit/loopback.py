@@ -116,6 +116,7 @@ class RecordingSink:
     def __init__(self) -> None:
         self.started: list[float] = []
         self.requeued: list[object] = []
+        self.waits: list[float] = []  # the Retry-After each handed-back job is to wait first
         self.failures: list[BaseException] = []
         self._events = threading.Semaphore(0)
 
@@ -123,8 +124,9 @@ class RecordingSink:
         self.started.append(started)
         self._events.release()
 
-    def requeue(self, job: Callable[[], object]) -> None:
+    def requeue(self, job: Callable[[], object], wait: float = 0.0) -> None:
         self.requeued.append(job())
+        self.waits.append(wait)
         self._events.release()
 
     def failed(self, exc: BaseException) -> None:

@@ -33,7 +33,7 @@ class Counted:
     def __init__(self) -> None:
         self.pushbacks = 0
 
-    def __call__(self) -> None:
+    def __call__(self, sent: float) -> None:
         self.pushbacks += 1
 
 
@@ -78,12 +78,16 @@ def test_a_large_answer_is_read_whole_and_the_patch_sent_once(size, framing):
     assert len(server.requests) == 40  # one PATCH per object
 
 
-def test_anything_but_a_2xx_goes_back_unsent_and_a_429_is_counted():
+def test_anything_but_a_2xx_goes_back_unsent_and_a_429_is_counted_and_waits_its_retry_after():
     answers = {"/ok": OK, "/throttled": THROTTLED, "/refused": chunked(b"{}" * 2000, status=b"422 Unprocessable")}
     done, sink, _, pushbacks = run(lambda method, path: answers[path], list(answers), cap=1)
     assert done == ["/ok"]
     assert sorted(sink.requeued) == ["fallback /refused", "fallback /throttled"]
     assert pushbacks == 1
+    assert sorted(zip(sink.requeued, sink.waits, strict=True)) == [
+        ("fallback /refused", 0.0),
+        ("fallback /throttled", 1.0),
+    ]
 
 
 def test_a_connection_closed_before_the_answer_sends_the_patch_back_as_sent():
