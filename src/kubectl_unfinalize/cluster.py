@@ -5,6 +5,7 @@ request bodies, and that decides what a status means for a verb (404 on a delete
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -80,6 +81,11 @@ class Cluster(Protocol):
         """How many times the API server answered 429 so far."""
         ...
 
+    def pace(self, refused: Callable[[float], None], parked: Callable[[], AbstractContextManager[object]]) -> None:
+        """From now on each 429 is told to `refused` with its request's send time
+        (time.monotonic()), and its Retry-After is waited inside `parked()`."""
+        ...
+
 
 class HttpCluster:
     """The verbs over HTTP, each request bounded by the run's deadline."""
@@ -109,6 +115,10 @@ class HttpCluster:
     @property
     def pushbacks(self) -> int:
         return self.transport.pushbacks
+
+    def pace(self, refused: Callable[[float], None], parked: Callable[[], AbstractContextManager[object]]) -> None:
+        self.transport.on_refused = refused
+        self.transport.parked = parked
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Every verb here may be sent again after a dropped connection: reads and reviews
