@@ -212,7 +212,7 @@ class Admission:
         return DeadWebhook(
             config=config,
             name=str(hook.get("name")),
-            rule=f"rule {operation} on {groups}" + ("" if rule.get("operations") == [operation] else f" ({rule})"),
+            rule=f"rule {','.join(rule.get('operations') or [operation])} on {groups}",
             policy=str(hook.get("failurePolicy") or "Fail"),
             backend=backend,
             state=state,

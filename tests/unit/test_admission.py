@@ -181,3 +181,34 @@ def test_manifest_webhook_configurations_are_deleted_before_anything_else():
 )
 def test_rules_match_as_the_api_server_matches_them(rule, operation, matches):
     assert _rule_matches(rule, WIDGETS, operation) is matches
+
+
+def test_a_webhook_refusing_deletes_stops_the_deletes_too():
+    """A rule on DELETE: the instances' DELETE is refused, and not sent again next pass."""
+    cluster = WebhookCluster()
+    cluster.body = lambda: {  # type: ignore[method-assign]
+        "metadata": {"name": cluster.config.name},
+        "webhooks": [
+            {
+                "name": "check.example.com",
+                "clientConfig": cluster.client,
+                "rules": [dict(RULE, operations=["UPDATE", "DELETE"])],
+            }
+        ],
+    }
+
+    def refuse_deletes(verb, ref):
+        if verb == "delete" and ref.resource == WIDGETS and cluster.config in cluster.objects:
+            raise ApiError(500, "InternalError", REFUSED, "DELETE", ref.resource.path(ref.namespace, ref.name))
+
+    cluster.hooks.append(refuse_deletes)
+    cluster.add_crd()
+    for i in range(5):
+        cluster.add(f"w{i}", ["x"])
+    report = run(cluster, delete=True, timeout=30)
+    assert not report.timed_out
+    (named,) = lines(report, Action.BLOCKING)[:1]
+    assert "(rule UPDATE,DELETE on example.com/widgets, failurePolicy Fail)" in named.message
+    deletes = [n for verb, n in cluster.calls if verb == "delete"]
+    assert deletes and len(deletes) == len(set(deletes))  # never the same one twice; once known, none
+    assert not cluster.stored(WIDGET_CRD.name, CRD_RESOURCE).terminating
