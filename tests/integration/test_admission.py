@@ -41,13 +41,20 @@ def cluster_ca(kubeconfig: str) -> str:
 
 
 @pytest.fixture
-def stuck(api_client, kubeconfig, make_crd, namespace):
+def backend():
+    """How the webhook is reached: a URL at a closed port (the default)."""
+    url = f"https://127.0.0.1:{closed_port()}/validate"
+    return {"url": url}, url
+
+
+@pytest.fixture
+def stuck(api_client, kubeconfig, make_crd, namespace, backend):
     """A CRD with OBJECTS finalized objects and a dead webhook refusing their UPDATEs:
-    (crd, configuration manifest, url). The configuration is removed at teardown, before
-    make_crd's own teardown strips what is left."""
+    (crd, configuration manifest, what the run says it calls). The configuration is
+    removed at teardown, before make_crd's own teardown strips what is left."""
     crd = make_crd(kind="Gadget")
     create_many(api_client, crd, OBJECTS, [namespace], finalizers=[FINALIZER])
-    url = f"https://127.0.0.1:{closed_port()}/validate"
+    client, url = backend
     name = f"dead-{secrets.token_hex(4)}"
     config = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -59,7 +66,7 @@ def stuck(api_client, kubeconfig, make_crd, namespace):
                 "admissionReviewVersions": ["v1"],
                 "sideEffects": "None",
                 "failurePolicy": "Fail",
-                "clientConfig": {"url": url, "caBundle": cluster_ca(kubeconfig)},
+                "clientConfig": dict(client, caBundle=cluster_ca(kubeconfig)),
                 "rules": [
                     {"apiGroups": [crd.group], "apiVersions": ["*"], "resources": ["*"], "operations": ["UPDATE"]}
                 ],
@@ -149,3 +156,28 @@ def test_a_manifest_directory_with_the_webhook_configuration_is_deleted_first(st
         result.stdout
     )
     print(f"ran {time.monotonic() - started:.1f}s")
+
+
+MISSING_SERVICE = (
+    {"service": {"namespace": "default", "name": "no-such-webhook-service", "path": "/validate"}},
+    "Service default/no-such-webhook-service, which does not exist",
+)
+
+
+@pytest.mark.parametrize("backend", [MISSING_SERVICE], ids=["missing-service"])
+def test_without_delete_one_pass_names_a_missing_service_and_sends_each_patch_once(stuck, cli, audit, api_client):
+    """A Service that does not exist (never one the API server could dial); no --delete:
+    one pass, exit 1, a few writes per object."""
+    crd, config, said = stuck
+    audit.mark()
+    started = time.monotonic()
+    result = cli("crd", crd.name, "--timeout", "60s")
+    seconds = time.monotonic() - started
+    assert result.returncode == 1, result.stderr
+    named = [line for line in result.stdout.splitlines() if line.startswith("validatingwebhookconfiguration")]
+    assert len(named) == 1 and f"calls {said}" in named[0], result.stdout
+    writes = writes_per_object(audit, crd)
+    assert max(writes.values()) < 10, writes.most_common(3)
+    assert all(e["verb"] == "patch" for e in audit.writes() if e["objectRef"].get("resource") == crd.plural)
+    assert AdmissionregistrationV1Api(api_client).read_validating_webhook_configuration(config["metadata"]["name"])
+    print(f"ran {seconds:.1f}s; writes per object: max {max(writes.values())}, total {sum(writes.values())}")
