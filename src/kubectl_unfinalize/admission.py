@@ -104,6 +104,7 @@ class Admission:
         self.dead: dict[tuple[ObjectRef, str], DeadWebhook] = {}
         self.removed: set[ObjectRef] = set()  # configurations this run deleted (-f, or the flag)
         self.refusals: Counter[Resource] = Counter()  # lasting refusals in the pass under way
+        self.refused_in: Counter[str] = Counter()  # the same, by namespace
         self.stuck: set[ObjectRef] = set()  # objects a dead webhook refused
         self._configs: list[tuple[ObjectRef, dict[str, Any]]] | None = None
 

@@ -153,7 +153,11 @@ class Engine:
                 for o in pending.objects
                 if o.uid and not self.freer.admission.blocking(o.ref, "UPDATE") and exists(o.ref, o.uid)
             ],
-            [n for n in pending.spaces if n.uid and exists(namespace_ref(n.name), n.uid)],
+            [
+                n
+                for n in pending.spaces
+                if n.uid and not self._hopeless_space(n) and exists(namespace_ref(n.name), n.uid)
+            ],
         )
 
     def _hopeless(self, state: CrdState) -> bool:
@@ -164,6 +168,15 @@ class Engine:
         done = "deleted" if state.uid else "not deleted"
         message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
         self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect="b")
+        return True
+
+    def _hopeless_space(self, state: NamespaceState) -> bool:
+        """Everything left inside was refused by a dead admission webhook in the last pass."""
+        refused = self.freer.admission.refused_in[state.name]
+        if not state.contents or refused < state.contents:
+            return False
+        message = f"not gone: the {refused} objects left inside are refused by a dead admission webhook (see above)"
+        self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect="b")
         return True
 
     def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:

@@ -118,6 +118,7 @@ class Freer:
         except Blocked as exc:  # lasting: the webhook's own line says what and how to fix it
             with self.lock:
                 self.admission.refusals[ref.resource] += 1
+                self.admission.refused_in[ref.namespace or ""] += 1
             self.book.add(ref, Action.FAILED, message=str(exc))
         except UnfinalizeError as exc:
             self.book.add(ref, Action.FAILED, message=diagnose.explain(exc, verb, ref.resource))
@@ -127,6 +128,7 @@ class Freer:
 
     def begin_pass(self) -> None:
         self.admission.refusals.clear()
+        self.admission.refused_in.clear()
 
     def stuck(self, resource: Resource, failed: int) -> bool:
         """Every one of the `failed` objects of `resource` in the last pass was refused by

@@ -181,3 +181,19 @@ def test_without_delete_one_pass_names_a_missing_service_and_sends_each_patch_on
     assert all(e["verb"] == "patch" for e in audit.writes() if e["objectRef"].get("resource") == crd.plural)
     assert AdmissionregistrationV1Api(api_client).read_validating_webhook_configuration(config["metadata"]["name"])
     print(f"ran {seconds:.1f}s; writes per object: max {max(writes.values())}, total {sum(writes.values())}")
+
+
+def test_a_namespace_held_only_by_objects_the_webhook_refuses_is_not_waited_on(stuck, cli, namespace, audit):
+    crd, config, _ = stuck
+    audit.mark()
+    started = time.monotonic()
+    result = cli("ns", namespace, "--delete", "--timeout", "60s")
+    seconds = time.monotonic() - started
+    assert result.returncode == 1, result.stderr
+    assert seconds < 30, seconds
+    assert f"namespace/{namespace} still blocking: not gone: the {OBJECTS} objects left inside are refused" in (
+        result.stdout
+    )
+    writes = writes_per_object(audit, crd)
+    assert max(writes.values()) < 10, writes.most_common(3)
+    print(f"ran {seconds:.1f}s; writes per object: max {max(writes.values())}, total {sum(writes.values())}")

@@ -212,3 +212,26 @@ def test_a_webhook_refusing_deletes_stops_the_deletes_too():
     deletes = [n for verb, n in cluster.calls if verb == "delete"]
     assert deletes and len(deletes) == len(set(deletes))  # never the same one twice; once known, none
     assert not cluster.stored(WIDGET_CRD.name, CRD_RESOURCE).terminating
+
+
+def test_a_namespace_whose_objects_left_are_all_refused_is_reported_and_not_waited_on():
+    cluster = WebhookCluster()
+    cluster.add_namespace("ns")
+    for i in range(3):
+        cluster.add(f"w{i}", ["x"])
+    started = time.monotonic()
+    report = run(cluster, Targets(namespaces=["ns"]), delete=True, timeout=30)
+    assert time.monotonic() - started < 5 and not report.timed_out and not report.ok
+    (space,) = [o for o in report.outcomes if o.resource == "namespace" and o.action == Action.BLOCKING]
+    assert "the 3 objects left inside are refused by a dead admission webhook" in space.message
+    assert len(lines(report, Action.FAILED)) == 3
+
+
+def test_a_namespace_is_freed_once_the_flag_removed_the_dead_configuration():
+    cluster = WebhookCluster()
+    cluster.add_namespace("ns")
+    for i in range(3):
+        cluster.add(f"w{i}", ["x"])
+    report = run(cluster, Targets(namespaces=["ns"]), delete=True, timeout=30, remove_dead_webhooks=True)
+    assert report.ok, report.failed
+    assert cluster.config not in cluster.objects and not [r for r in cluster.objects if r.namespace == "ns"]
