@@ -88,6 +88,8 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
         self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency)
+        self.pacing.load = self.workers.in_flight_now  # a refusal's cut starts from what is in flight
+        self.cluster.pace(self.pacing.refused, self.workers.parked)
         try:
             # The reviews are answered while the first list page is read; nothing is
             # written, nor reported, before they passed (Freer.cleared).
@@ -212,7 +214,7 @@ class Engine:
     def _job_done(self, latency: float, counted: bool) -> None:
         """On a worker, after each job (the preflight's, CRD deletes' and final lists'
         are not the pass's objects: not counted in its progress)."""
-        self.pacing.completed(latency, self.cluster.pushbacks)
+        self.pacing.completed(latency)
         if counted:
             self._done += 1  # read only for progress: an occasional lost count is harmless
 
