@@ -26,9 +26,7 @@ from .workers import ReadAhead
 class CrdState:
     crd: CRD
     uid: str | None = None  # set once this run deleted it
-    refused: bool = (
-        False  # its DELETE, or a list, was refused lastingly (RBAC, admission, conversion): waiting cannot help
-    )
+    refused: bool = False  # its DELETE or list refused lastingly (RBAC, admission, conversion): waiting cannot help
     blocked: int = 0  # instances the last whole pass could not free
     counting: int = 0  # the same, for the pass under way
     listed: bool = True  # False when the last pass could not list its instances

@@ -262,7 +262,8 @@ class Engine:
                 for meta in space.held:  # what the tool leaves to Kubernetes' own controllers
                     message = f"{why}: {finalizers.blocker(meta.finalizers) or f'finalizers {list(meta.finalizers)}'}"
                     self.book.of(meta, Action.BLOCKING, meta.finalizers, message)
-        undeleted = [c for c in pending.crds if self.options.delete and c.uid is None]
+        crds = [c for c in pending.crds if not c.refused]  # a lasting refusal is its CRD's one failure already
+        undeleted = [c for c in crds if self.options.delete and c.uid is None]
         for state in undeleted:
             self.book.add(
                 crd_ref(state.crd.name),
@@ -272,5 +273,5 @@ class Engine:
                 else f"{why}: not deleted",
                 aspect="b",
             )
-        kept = [c.crd for c in pending.crds if c not in undeleted]
+        kept = [c.crd for c in crds if c not in undeleted]
         diagnose.blocking(grace, self.options, self.book, kept, [o.ref for o in pending.objects], why)

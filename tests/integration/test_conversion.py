@@ -201,3 +201,54 @@ def test_without_delete_nothing_is_written_and_it_says_what_finishes_the_job(dea
     assert f"run `kubectl unfinalize crd {crd.name} --delete`" in line
     assert re.search(r"\b1 failed\b", result.stderr + result.stdout), result.stderr
     print(f"without --delete: exit 1 in {seconds:.1f}s, {lists} lists, {len(writes)} writes")
+
+
+def test_a_delete_whose_remedy_is_forbidden_ends_at_once_with_one_failure(dead_conversion, cli, audit, kubectl):
+    """The remedy cannot be applied (no RBAC patch on CRDs): --delete must not re-list
+    the failing CRD until the deadline either."""
+    crd = dead_conversion.crd
+    user = f"conversion-{secrets.token_hex(4)}"
+    rules = [
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["get", "list", "delete"],
+        },
+        {"apiGroups": [crd.group], "resources": [crd.plural], "verbs": ["get", "list", "patch", "delete"]},
+    ]
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": user},
+        "rules": rules,
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    kubectl("apply", "-f", "-", input=yaml.safe_dump_all([role, binding]))
+    try:
+        before = lists_of(kubectl, crd)
+        audit.mark()
+        started = time.monotonic()
+        result = cli("crd", crd.name, "--delete", "--timeout", "60s", "--as", user)
+        seconds = time.monotonic() - started
+        lists = lists_of(kubectl, crd) - before
+    finally:
+        kubectl("delete", "clusterrole,clusterrolebinding", user, "--ignore-not-found")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert seconds < 20, seconds
+    assert lists < 20, lists
+    applied = [
+        e
+        for e in audit.writes()
+        if e["responseStatus"]["code"] < 300 and e["objectRef"]["resource"] in (crd.plural, "customresourcedefinitions")
+    ]
+    assert applied == []
+    (line,) = [line for line in result.stdout.splitlines() if crd.name in line]
+    assert " failed: cannot list " in line and "cannot set spec.conversion.strategy to None: forbidden" in line
+    assert re.search(r"\b1 failed\b", result.stderr + result.stdout), result.stderr
+    print(f"--delete, remedy forbidden: exit 1 in {seconds:.1f}s, {lists} lists, no write applied")

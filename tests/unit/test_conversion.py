@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 
 from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster
-from test_engine import run
+from test_engine import GADGET_CRD, run
 
 from kubectl_unfinalize import conversion
 from kubectl_unfinalize.errors import ApiError, Forbidden
-from kubectl_unfinalize.model import CRD_RESOURCE, Action
+from kubectl_unfinalize.model import CRD_RESOURCE, Action, Targets
 from kubectl_unfinalize.options import DryRun
 from kubectl_unfinalize.report import outcome_line, summary_line
 
@@ -140,3 +140,19 @@ def test_a_server_dry_run_sends_the_patch_with_dry_run_and_changes_nothing():
     assert cluster.merge_patches == [(WIDGET_CRD.name, {"spec": {"conversion": conversion.NONE}}, DryRun.SERVER)]
     assert cluster.specs[WIDGET_CRD.name]["spec"]["conversion"]["strategy"] == "Webhook"
     assert [o.action for o in report.outcomes if o.name == WIDGET_CRD.name].count(Action.RECONFIGURED) == 1
+
+
+def test_a_run_that_times_out_on_another_crd_still_counts_one_failure_for_the_dead_webhook():
+    cluster = dead_webhook_cluster()
+    cluster.add_crd(GADGET_CRD)
+    cluster.add("g", ["example.com/hold"], resource=GADGET_CRD.resource)
+
+    def slow(verb, ref):
+        if verb == "patch" and ref.name == "g":
+            time.sleep(1.5)
+
+    cluster.hooks.append(slow)
+    report = run(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), timeout=1)
+    assert report.timed_out
+    assert [o.action for o in report.failed if o.name == WIDGET_CRD.name] == [Action.FAILED]
+    assert report.failures == len(report.failed) and WIDGET_CRD.name in report.failed[0].message
