@@ -64,7 +64,7 @@ def render() -> str:
     from argparse_manpage.manpage import Manpage
 
     from kubectl_unfinalize._version import __version__
-    from kubectl_unfinalize.cli import build_parser
+    from kubectl_unfinalize.cli.flags import build_parser
 
     parser = build_parser("kubectl unfinalize")  # usage and help say "kubectl unfinalize"
     parser.prog = "kubectl-unfinalize"  # the title and NAME say the file name (what man -k finds)

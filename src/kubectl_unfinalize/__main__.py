@@ -3,6 +3,6 @@ import sys
 
 gc.disable()  # the imports make thousands of objects and no garbage; cli re-enables it
 
-from .cli import main  # noqa: E402
+from .cli.main import main  # noqa: E402
 
 sys.exit(main())

@@ -11,16 +11,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from .cluster import HttpCluster
-from .connection import connect
 from .deadline import Deadline
-from .engine import Engine, ProgressListener
+from .engine.loop import Engine, ProgressListener
+from .engine.outcomes import OutcomeListener
 from .errors import InputError
-from .manifests import read_manifests
+from .kube.cluster import HttpCluster
+from .kube.config import connect
 from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
-from .outcomes import OutcomeListener
-from .targets import resolve
+from .resolve.manifests import read_manifests
+from .resolve.targets import resolve
 
 Confirm = Callable[[Targets], bool]
 

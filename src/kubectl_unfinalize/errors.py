@@ -144,3 +144,14 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 def api_error_class(status: int) -> type[ApiError]:
     return _BY_STATUS.get(status, ApiError)
+
+
+def yaml_problem(exc: Exception, source: str | None = None) -> tuple[str, str]:
+    """("SOURCE:LINE", the problem) from a YAML error, whose own text spans several lines.
+    SOURCE defaults to the file name the parser recorded."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = source if source is not None else getattr(mark, "name", "")
+    if mark:
+        where += f":{mark.line + 1}"
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    return where, " ".join(str(problem).split())

@@ -186,7 +186,7 @@ class Outcome:
 
 @dataclass
 class Report:
-    """Everything a run did; returned by the API, rendered by report.py.
+    """Everything a run did; returned by the API, rendered by cli.output.
 
     `counts` counts every outcome as it was reported (one per line a person saw), so the
     summary agrees with the lines even when an object was freed and then re-finalized;

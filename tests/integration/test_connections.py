@@ -3,7 +3,7 @@ thread, and TLS sessions resumed instead of a full handshake per connection."""
 
 import threading
 
-from kubectl_unfinalize.connection import connect
+from kubectl_unfinalize.kube.config import connect
 from kubectl_unfinalize.options import ConnectionOptions
 
 

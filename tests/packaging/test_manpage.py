@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from pkgtest import ROOT
 
-from kubectl_unfinalize.cli import build_parser
+from kubectl_unfinalize.cli.main import build_parser
 
 build_man = runpy.run_path(str(ROOT / "packaging" / "build-man.py"))
 

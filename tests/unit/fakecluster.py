@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kubectl_unfinalize.bulk import BulkPatch, Sink
-from kubectl_unfinalize.cluster import Deleted, ListQuery
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
+from kubectl_unfinalize.kube.cluster import Deleted, ListQuery
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
+from kubectl_unfinalize.net.bulk import BulkPatch, Sink
 from kubectl_unfinalize.options import DryRun
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)

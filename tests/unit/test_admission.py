@@ -9,9 +9,9 @@ import time
 import pytest
 from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster
 
-from kubectl_unfinalize.admission import ENDPOINT_SLICES, MUTATING, SERVICES, VALIDATING, _rule_matches
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine import Engine
+from kubectl_unfinalize.engine.admission import ENDPOINT_SLICES, MUTATING, SERVICES, VALIDATING, _rule_matches
+from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.errors import ApiError
 from kubectl_unfinalize.model import CRD_RESOURCE, Action, ObjectRef, Resource, Targets
 from kubectl_unfinalize.options import Options

@@ -13,8 +13,8 @@ import time
 import pytest
 from loopback import OK, Late, LoopbackServer, RecordingSink, chunked
 
-from kubectl_unfinalize.bulk import Bulk, BulkPatch
-from kubectl_unfinalize.connections import Connections, Endpoint
+from kubectl_unfinalize.net.bulk import Bulk, BulkPatch
+from kubectl_unfinalize.net.connections import Connections, Endpoint
 
 THROTTLED = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}"
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_unfinalize.cli import build_parser, main
+from kubectl_unfinalize.cli.main import build_parser, main
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_parser_does_not_import_the_kubernetes_client():
     import sys
 
     code = (
-        "import sys; from kubectl_unfinalize.cli import build_parser; build_parser().format_help(); "
+        "import sys; from kubectl_unfinalize.cli.main import build_parser; build_parser().format_help(); "
         "print(any(m.split('.')[0] in ('kubernetes', 'urllib3', 'yaml') for m in sys.modules))"
     )
     src = str(Path(__file__).resolve().parents[2] / "src")
@@ -92,7 +92,7 @@ def test_every_kubectl_connection_flag_is_accepted():
 
 
 def test_a_bare_v_before_a_word_is_verbosity_one_not_a_level():
-    from kubectl_unfinalize.flags import parse
+    from kubectl_unfinalize.cli.flags import parse
 
     assert parse(["-v", "crd", "x"]).verbose == 1
     assert parse(["-qv", "crd", "x"]).verbose == 1
@@ -110,7 +110,7 @@ def test_a_bad_manifest_is_reported_before_connecting(tmp_path, capsys):
 
 
 def test_ns_selects_namespaces_by_name_or_label_and_crd_stays_crds():
-    from kubectl_unfinalize.flags import parse, to_options, to_selection
+    from kubectl_unfinalize.cli.flags import parse, to_options, to_selection
 
     by_name = to_selection(parse(["ns", "a", "b", "--delete"]))
     assert by_name.namespaces == ("a", "b") and not by_name.crds and by_name.namespace_selector is None

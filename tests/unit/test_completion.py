@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_unfinalize import completion
-from kubectl_unfinalize.cli import build_parser, main
+from kubectl_unfinalize.cli import completion
+from kubectl_unfinalize.cli.main import build_parser, main
 from kubectl_unfinalize.errors import Unreachable
 
 NO_FILE, FILES = 4, 0
@@ -164,7 +164,7 @@ def test_unreachable_cluster_prints_only_the_directive(tmp_path):
         completion.list_names("crds", {"kubeconfig": kubeconfig})
     started = time.monotonic()
     result = subprocess.run(  # ... and the completer stays silent about it
-        [sys.executable, "-m", "kubectl_unfinalize.completion", "crd", "--kubeconfig", kubeconfig, ""],
+        [sys.executable, "-m", "kubectl_unfinalize.cli.completion", "crd", "--kubeconfig", kubeconfig, ""],
         capture_output=True,
         text=True,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(SRC)},

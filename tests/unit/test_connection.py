@@ -3,8 +3,8 @@
 import pytest
 import yaml
 
-from kubectl_unfinalize.connection import ConnectionOptions, connect
 from kubectl_unfinalize.errors import ConfigError
+from kubectl_unfinalize.kube.config import ConnectionOptions, connect
 
 
 def kubeconfig(path, server, context="ctx", namespace=None, token="t0"):
@@ -136,7 +136,7 @@ def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(t
 
     path = kubeconfig(tmp_path / "kc", "https://a.example:6443")
     code = (
-        "import sys; from kubectl_unfinalize.connection import connect;"
+        "import sys; from kubectl_unfinalize.kube.config import connect;"
         "from kubectl_unfinalize.options import ConnectionOptions;"
         f"t = connect(ConnectionOptions(kubeconfig={path!r})); token = t.authorization();"
         "assert token == 'Bearer t0', token;"
@@ -158,7 +158,7 @@ def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(t
     ],
 )
 def test_anything_but_static_credentials_is_left_to_the_kubernetes_client(tmp_path, user):
-    from kubectl_unfinalize.kubeconfig import static_config
+    from kubectl_unfinalize.kube.kubeconfig import static_config
 
     path = tmp_path / "kc"
     path.write_text(yaml.safe_dump({

@@ -9,8 +9,8 @@ import time
 import pytest
 from loopback import OK, Late, LoopbackServer
 
-from kubectl_unfinalize.connections import Connections, Endpoint, reason
-from kubectl_unfinalize.wire import header_lines
+from kubectl_unfinalize.net.connections import Connections, Endpoint, reason
+from kubectl_unfinalize.net.wire import header_lines
 
 
 @pytest.fixture

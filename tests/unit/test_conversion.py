@@ -10,11 +10,11 @@ import time
 from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster
 from test_engine import GADGET_CRD, run
 
-from kubectl_unfinalize import conversion
+from kubectl_unfinalize.cli.output import outcome_line, summary_line
+from kubectl_unfinalize.engine import conversion
 from kubectl_unfinalize.errors import ApiError, Forbidden
 from kubectl_unfinalize.model import CRD_RESOURCE, Action, Targets
 from kubectl_unfinalize.options import DryRun
-from kubectl_unfinalize.report import outcome_line, summary_line
 
 DEAD = 'conversion webhook for example.com/v2, Kind=Widget failed: Post "x": dial tcp: connect: connection refused'
 

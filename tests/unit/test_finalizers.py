@@ -2,9 +2,9 @@
 and what removing one may leak, from what the object says."""
 
 from kubectl_unfinalize import finalizers
+from kubectl_unfinalize.cli.output import outcome_line
 from kubectl_unfinalize.model import Outcome
 from kubectl_unfinalize.options import Options
-from kubectl_unfinalize.report import outcome_line
 
 OPERATOR = "operator.example.com/cleanup"
 LB = "service.kubernetes.io/load-balancer-cleanup"
@@ -58,7 +58,7 @@ def test_the_engine_keeps_a_built_in_finalizer_with_a_conditional_write_not_the_
     from fakecluster import WIDGET_CRD, FakeCluster
 
     from kubectl_unfinalize.deadline import Deadline
-    from kubectl_unfinalize.engine import Engine
+    from kubectl_unfinalize.engine.loop import Engine
     from kubectl_unfinalize.model import Action, Targets
 
     cluster = FakeCluster(bulk=True)

@@ -3,7 +3,7 @@ import io
 import pytest
 
 from kubectl_unfinalize.errors import InputError
-from kubectl_unfinalize.manifests import parse_text, read_manifests
+from kubectl_unfinalize.resolve.manifests import parse_text, read_manifests
 
 CRD = """
 apiVersion: apiextensions.k8s.io/v1

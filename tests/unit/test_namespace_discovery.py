@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from fakecluster import CONFIGMAPS, WIDGETS, FakeCluster
 
-from kubectl_unfinalize import namespaces
-from kubectl_unfinalize.access import NamespaceAccess
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine import Engine
+from kubectl_unfinalize.engine import namespace_reads as namespaces
+from kubectl_unfinalize.engine.loop import Engine
+from kubectl_unfinalize.engine.preflight import NamespaceAccess
 from kubectl_unfinalize.model import NAMESPACE_RESOURCE, Action, Resource, Targets
 from kubectl_unfinalize.options import Options
 
@@ -153,9 +153,9 @@ def test_other_resources_are_untouched_resource_filtering():
 
 
 def test_namespace_documents_select_the_namespace_contents_not_one_object():
-    from kubectl_unfinalize.manifests import Document
     from kubectl_unfinalize.options import Selection
-    from kubectl_unfinalize.targets import resolve
+    from kubectl_unfinalize.resolve.manifests import Document
+    from kubectl_unfinalize.resolve.targets import resolve
 
     cluster = FakeCluster()
     cluster.add_namespace("team-a")
@@ -171,8 +171,8 @@ def test_namespace_documents_select_the_namespace_contents_not_one_object():
 
 
 def test_an_empty_namespace_held_only_by_the_controllers_finalizer_is_said_so():
+    from kubectl_unfinalize.engine.outcomes import OutcomeBook
     from kubectl_unfinalize.options import DryRun
-    from kubectl_unfinalize.outcomes import OutcomeBook
 
     class Held(FakeCluster):
         def get(self, ref):

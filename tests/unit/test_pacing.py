@@ -4,7 +4,7 @@ refusals (429) it settles on; then the whole loop against a simulated priority l
 import heapq
 import itertools
 
-from kubectl_unfinalize.pacing import FIRST_HOLD, MAX_HOLD, Pacing
+from kubectl_unfinalize.engine.pacing import FIRST_HOLD, MAX_HOLD, Pacing
 
 
 class Clock:

@@ -14,10 +14,10 @@ import threading
 import pytest
 import yaml
 
-from kubectl_unfinalize.connection import ConnectionOptions, connect
-from kubectl_unfinalize.connections import Endpoint, NotSent, reason
 from kubectl_unfinalize.errors import ConfigError, ExitStatus
-from kubectl_unfinalize.proxies import excluded, proxy_for
+from kubectl_unfinalize.kube.config import ConnectionOptions, connect
+from kubectl_unfinalize.kube.proxies import excluded, proxy_for
+from kubectl_unfinalize.net.connections import Endpoint, NotSent, reason
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD")
 
@@ -333,7 +333,7 @@ def test_an_endpoint_never_tunnels_through_another_kind_of_proxy():
 def test_the_rules_import_nothing_of_the_package_but_errors():
     import ast
 
-    import kubectl_unfinalize.proxies as module
+    import kubectl_unfinalize.kube.proxies as module
 
     tree = ast.parse(open(module.__file__, encoding="utf-8").read())
     relative = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}

@@ -1,8 +1,8 @@
 import io
 import json
 
+from kubectl_unfinalize.cli.output import ProgressDisplay, outcome_line, summary_line
 from kubectl_unfinalize.model import Outcome, Progress, Report
-from kubectl_unfinalize.report import ProgressDisplay, outcome_line, summary_line
 
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
 
@@ -53,7 +53,7 @@ def test_progress_on_a_terminal_rewrites_one_line():
 
 
 def _streamed(output, outcomes):
-    from kubectl_unfinalize.report import DocumentStream
+    from kubectl_unfinalize.cli.output import DocumentStream
 
     parts = []
     stream = DocumentStream(output, parts.append)
@@ -76,9 +76,9 @@ def test_streamed_documents_are_whole_json_and_yaml_with_or_without_items():
 
 
 def test_a_book_that_does_not_retain_keeps_only_what_still_failed():
+    from kubectl_unfinalize.engine.outcomes import OutcomeBook
     from kubectl_unfinalize.model import Action, ObjectKey, ObjectRef, Resource
     from kubectl_unfinalize.options import DryRun
-    from kubectl_unfinalize.outcomes import OutcomeBook
 
     seen = []
     book = OutcomeBook(DryRun.NONE, seen.append, retain=False)

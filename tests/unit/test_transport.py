@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from kubectl_unfinalize.connections import NotSent, Response
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import ApiError, DeadlineExceeded, Unreachable
-from kubectl_unfinalize.transport import Transport
+from kubectl_unfinalize.kube.transport import Transport
+from kubectl_unfinalize.net.connections import NotSent, Response
 
 REFUSED = NotSent("[Errno 111] Connection refused")
 
@@ -117,7 +117,7 @@ class Clock:
 
     def __init__(self, monkeypatch):
         self.now = 1000.0
-        monkeypatch.setattr("kubectl_unfinalize.transport.time.monotonic", lambda: self.now)
+        monkeypatch.setattr("kubectl_unfinalize.kube.transport.time.monotonic", lambda: self.now)
         monkeypatch.setattr("kubectl_unfinalize.deadline.time.monotonic", lambda: self.now)
 
     def sleep(self, seconds):

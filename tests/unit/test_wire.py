@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kubectl_unfinalize.wire import Parser, ProtocolError, Wire, header_lines, request_head
+from kubectl_unfinalize.net.wire import Parser, ProtocolError, Wire, header_lines, request_head
 
 HEAD = request_head("GET", "/version", "cluster:6443", header_lines([("Accept", "application/json")]), None)
 

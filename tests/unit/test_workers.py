@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from kubectl_unfinalize.workers import Workers
+from kubectl_unfinalize.engine.workers import Workers
 
 
 def workers(size=4, limit=4):
@@ -69,7 +69,7 @@ def test_never_more_jobs_in_flight_than_the_limit():
 
 
 def test_read_ahead_fetches_from_the_start_and_stops_when_closed():
-    from kubectl_unfinalize.workers import ReadAhead
+    from kubectl_unfinalize.engine.workers import ReadAhead
 
     fetched = []
 

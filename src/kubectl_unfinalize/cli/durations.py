@@ -1,0 +1,32 @@
+"""Durations spelled the way kubectl and Go spell them (90s, 2m, 1h30m, 500ms)."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import InputError
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Return seconds. A bare number means seconds, as kubectl's --request-timeout allows."""
+    value = text.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return float(value)
+    pos, total = 0, 0.0
+    for match in _PART.finditer(value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(value) or not value:
+        raise InputError(f"invalid duration {text!r}: use a number with a unit, e.g. 90s, 2m, 1h30m")
+    return total
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    return f"{seconds:.0f}s"

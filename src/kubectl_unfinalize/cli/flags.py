@@ -1,0 +1,281 @@
+"""The command line's flags: the argparse parser (also read by argparse-manpage and by
+shell completion) and the one mapping from parsed flags to Selection and Options
+(connection_flags.py does ConnectionOptions). Imports nothing heavy, so --help stays
+fast and the man page builds without the kubernetes client.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ..options import Options, Selection
+from .connection_flags import add_bool_flag, add_connection_flags, duration
+
+CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
+NAMESPACE_WORDS = ("ns", "namespace", "namespaces")
+
+DESCRIPTION = """\
+Free stuck custom resources: remove the finalizers of every custom resource of the
+selected CustomResourceDefinitions, in every namespace, in bulk; with --delete, delete
+them and then the CRDs (and objects declared in manifests) and wait until they are gone.
+
+Removing a finalizer skips whatever cleanup its controller would have done: external
+resources (cloud volumes, DNS records, ...) it guarded may be left behind. The CRD's
+own customresourcecleanup finalizer is never touched.
+
+With ns NAME, free everything inside a namespace that keeps it Terminating: every
+namespaced type that can be listed and patched (built-in, custom, aggregated) and the
+namespace's own metadata.finalizers; with --delete, delete the namespace first and wait
+until it is gone. Its spec.finalizers (the namespace controller's) are never touched;
+an unavailable APIService that blocks it is named."""
+
+EPILOG = """\
+examples:
+  kubectl unfinalize crd daskclusters.kubernetes.dask.org
+  kubectl unfinalize crd --group kubernetes.dask.org --delete
+  kubectl unfinalize crd -l app.kubernetes.io/instance=my-operator --dry-run=server
+  kubectl unfinalize -f manifests/crds/ --delete --timeout 60s
+  kubectl unfinalize crd widgets --finalizer example.com/cleanup -n team-a
+  kubectl unfinalize ns test-1234 --delete --timeout 60s
+
+admission webhooks left behind: when a finalizer patch is refused with "failed calling
+webhook" and the webhook's backend is gone (connection refused, a timeout, its Service
+missing or without ready endpoints), the run names the configuration once, sends no
+more writes it refuses and ends with exit 1 (a CRD whose objects it refuses is not
+deleted); the line reads
+  validatingwebhookconfiguration.admissionregistration.k8s.io/NAME still blocking: webhook
+  "W" (rule UPDATE on GROUP/RESOURCE, failurePolicy Fail) calls URL, which refuses
+  connections; remove it with `kubectl delete validatingwebhookconfiguration NAME`, or
+  run again with --remove-dead-webhooks.
+That flag deletes such configurations (each removal is reported), then frees as usual.
+With -f and --delete, the webhook configurations and APIServices the manifests declare
+are deleted first.
+
+final check: without --delete, when objects that were not being deleted were freed,
+the tool waits 1s and reads them again to name any controller that put them back.
+
+exit codes: 0 done or nothing to do; 1 something failed or timed out;
+2 usage or input error; 130 interrupted."""
+
+
+class UsageError(Exception):
+    """A flag combination argparse accepted but the tool cannot run; exit 2."""
+
+
+def _verbosity(value: str) -> int:
+    text = value.lstrip("=")
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid verbosity {value!r} (use a number, e.g. -v=6)")
+    return int(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + error
+        raise UsageError(message)
+
+
+def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=prog,
+        usage=f"{prog} crd [NAME...] [--group GROUP] [-l SELECTOR] [options]\n"
+        f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
+        f"       {prog} -f PATH [-f PATH] [-R] [options]",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="crd NAME | ns NAME",
+        help="CRDs by name: the CRD name, "
+        "or the resource as kubectl knows it (plural, singular, kind, short name, "
+        "plural.group, kind.group); or namespaces by name (ns, namespace, namespaces)",
+    )
+    parser.add_argument("--version", action="store_true", help="print versions and exit")
+
+    sel = parser.add_argument_group("selection")
+    sel.add_argument("--group", help="every CRD of this API group")
+    sel.add_argument(
+        "-l",
+        "--selector",
+        help="selects what the command names: with crd, CRDs by label; with ns, namespaces by label; "
+        "with -f, only custom resources with these labels",
+    )
+    sel.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="manifest file, directory or - (stdin); CRD documents select the CRD, "
+        "Namespace documents the namespace's contents, other documents select that object (repeatable)",
+    )
+    sel.add_argument("-R", "--recursive", action="store_true", help="read directories given with -f recursively")
+    sel.add_argument("-n", "--namespace", help="only custom resources in this namespace (default: all namespaces)")
+    sel.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="custom resources in all namespaces (the default)"
+    )
+    sel.add_argument("--field-selector", help="only custom resources matching this field selector")
+    sel.add_argument(
+        "--only-terminating", action="store_true", help="only objects that already have a deletionTimestamp"
+    )
+    sel.add_argument(
+        "--finalizer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="remove only this finalizer and keep the others (repeatable)",
+    )
+
+    act = parser.add_argument_group("action")
+    act.add_argument(
+        "--delete",
+        action="store_true",
+        help="delete the selected custom resources, free them, then delete the CRDs (and manifest objects) "
+        "and wait until they are gone",
+    )
+    act.add_argument(
+        "--timeout",
+        type=duration,
+        metavar="DURATION",
+        help="bound the whole run, retries included, e.g. 90s, 2m (default 5m)",
+    )
+    act.add_argument(
+        "--remove-dead-webhooks",
+        action="store_true",
+        help="when a finalizer patch or delete is refused because an admission webhook's backend is gone "
+        "(connection refused, a timeout, its Service missing or without ready endpoints), delete that "
+        "ValidatingWebhookConfiguration or MutatingWebhookConfiguration and send the write again; only "
+        "configurations whose rules matched a selected object's write are removed, each one is reported. "
+        "Never implied by --delete. Without it, the run names the configuration and stops writing what it refuses",
+    )
+    add_bool_flag(
+        act, "--wait", True, "with --delete, wait until everything is gone (--wait=false returns after one pass)"
+    )
+    act.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        default="none",
+        choices=("none", "client", "server"),
+        help="client: change nothing; server: send every write with dryRun=All",
+    )
+    act.add_argument("-i", "--interactive", action="store_true", help="show the plan and ask before changing anything")
+    act.add_argument(
+        "--concurrency",
+        type=int,
+        default=64,
+        metavar="N",
+        help="at most N requests in flight (default 64); the run adapts below it to latency and 429s",
+    )
+    act.add_argument("--chunk-size", type=int, default=500, metavar="N", help="list page size (default 500)")
+
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "name", "json", "yaml"),
+        default="text",
+        help="results on stdout (logs and progress go to stderr)",
+    )
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary on stderr")
+    out.add_argument(
+        "-v",
+        "--v",
+        "--verbose",
+        dest="verbose",
+        type=_verbosity,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="LEVEL",
+        help="-v: tracebacks for errors; -v=6: one line per request; -v=8: response bodies too",
+    )
+    out.add_argument("--no-color", action="store_true", help="no colors (also when NO_COLOR is set)")
+
+    add_connection_flags(parser.add_argument_group("connection (as kubectl)"))
+    return parser
+
+
+def normalize_argv(argv: Sequence[str]) -> list[str]:
+    """kubectl spells verbosity -v=6 or -v 6; a bare -v before a word (-v crd x, -qv crd x)
+    must not take the word as its level."""
+    args = list(argv)
+    out: list[str] = []
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        switches = arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha() and arg.endswith("v")
+        if (switches or arg in ("--v", "--verbose")) and following and not following.lstrip("=").isdigit():
+            if switches and len(arg) > 2:
+                out.append(arg[:-1])
+            out.append("--verbose=1")
+            continue
+        out.append(arg)
+    return out
+
+
+def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Namespace:
+    """Parse and check the combinations argparse cannot express."""
+    args = build_parser(prog).parse_args(normalize_argv(argv))
+    if args.version:
+        return args
+    if args.words:
+        word = args.words[0].lower()
+        if word not in CRD_WORDS + NAMESPACE_WORDS:
+            raise UsageError(f"unknown command {args.words[0]!r}: use 'crd NAME...', 'ns NAME...' or '-f PATH'")
+        if word in NAMESPACE_WORDS:
+            if not (args.words[1:] or args.selector):
+                raise UsageError("ns needs NAME... or -l SELECTOR")
+            if args.group:
+                raise UsageError("--group applies to crd, not to ns")
+            if args.namespace or args.all_namespaces:
+                raise UsageError("ns NAME selects the namespaces; -n and -A do not apply")
+        elif not (args.words[1:] or args.group or args.selector):
+            raise UsageError("crd needs NAME..., --group or -l SELECTOR")
+    elif not args.filename:
+        raise UsageError(
+            "nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR', 'ns NAME...' or '-f PATH'"
+        )
+    if args.filename and (args.words or args.group):
+        raise UsageError("-f cannot be combined with crd NAME, ns NAME or --group")
+    if args.namespace and args.all_namespaces:
+        raise UsageError("-n and -A cannot be combined")
+    if args.interactive and args.dry_run != "none":
+        raise UsageError("-i asks before changing anything, and a dry run changes nothing: use one of them")
+    if args.interactive and args.output in ("json", "yaml"):
+        raise UsageError("-i cannot be combined with -o json or yaml (the prompt would mix with the document)")
+    return args
+
+
+def to_selection(args: argparse.Namespace) -> Selection:
+    namespaces = bool(args.words) and args.words[0].lower() in NAMESPACE_WORDS
+    names = tuple(args.words[1:])
+    return Selection(
+        crds=() if namespaces else names,
+        group=args.group,
+        crd_selector=args.selector if not (args.filename or namespaces) else None,
+        files=tuple(args.filename),
+        recursive=args.recursive,
+        namespaces=names if namespaces else (),
+        namespace_selector=args.selector if namespaces else None,
+    )
+
+
+def to_options(args: argparse.Namespace) -> Options:
+    return Options(
+        delete=args.delete,
+        wait=args.wait,
+        timeout=args.timeout,
+        dry_run=args.dry_run,
+        namespace=args.namespace,
+        label_selector=args.selector if args.filename else None,
+        field_selector=args.field_selector,
+        only_terminating=args.only_terminating,
+        finalizers=tuple(args.finalizer),
+        concurrency=args.concurrency,
+        chunk_size=args.chunk_size,
+        remove_dead_webhooks=args.remove_dead_webhooks,
+    )

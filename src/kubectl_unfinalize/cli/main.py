@@ -1,0 +1,246 @@
+"""Command line: main(argv) -> exit status, the one place errors become exit codes.
+
+Imports nothing heavy at load time, so --help and --version stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from .._version import __version__
+from ..errors import ExitStatus, UnfinalizeError
+from .flags import UsageError, build_parser, parse
+
+FLUSH_EVERY = 0.2  # seconds between flushes of stdout when it is not a terminal
+
+if TYPE_CHECKING:
+    from ..model import Outcome, Report, Targets
+    from .output import ProgressDisplay
+
+__all__ = ["build_parser", "main"]
+
+
+def _versions() -> str:
+    import platform
+
+    try:
+        from importlib.metadata import version
+
+        client = version("kubernetes")
+    except Exception:  # noqa: BLE001 - the frozen binary may lack metadata
+        client = "unknown"
+    return f"kubectl-unfinalize {__version__} (python {platform.python_version()}, kubernetes client {client})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["__complete"]:  # hidden: shell completion (kubectl_complete-unfinalize)
+        from .completion import main as complete
+
+        return complete(args_list[1:])
+    verbose = 0
+    try:
+        args = parse(args_list)
+        verbose = args.verbose
+        if args.version:
+            print(_versions())
+            return ExitStatus.OK
+        return _run(args)
+    except KeyboardInterrupt as exc:
+        terminated = getattr(exc, "signum", None) == signal.SIGTERM
+        _err("terminated" if terminated else "interrupted")
+        return ExitStatus.TERMINATED if terminated else ExitStatus.INTERRUPTED
+    except UsageError as exc:
+        _err(f"error: {exc} (see --help)")
+        return ExitStatus.USAGE
+    except UnfinalizeError as exc:
+        _traceback(verbose)
+        _err(f"error: {exc}")
+        return exc.exit_status
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        _traceback(verbose)
+        hint = "" if verbose else " (run with -v for details)"
+        _err(f"error: unexpected {type(exc).__name__}: {exc}{hint}")
+        return ExitStatus.FAILED
+
+
+def _traceback(verbose: int) -> None:
+    if verbose:
+        import traceback
+
+        traceback.print_exc()
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+class _Printer:
+    """Outcomes on stdout as they happen, from worker threads: a line each, or items of
+    the -o json/yaml document. A closed stdout (`| head`) stops the printing, not the
+    work: the run finishes freeing what it started, quietly."""
+
+    def __init__(self, output: str, color: bool, progress: ProgressDisplay | None) -> None:
+        from .output import DocumentStream, outcome_line
+
+        self._line = outcome_line  # imported here once: an import in outcome() ran per object
+        self.output = output
+        self.color = color
+        self.progress = progress
+        self.closed = False
+        self._tty = sys.stdout.isatty()
+        self._flushed = 0.0
+        self._lock = threading.RLock()  # an item is written while the document's turn is held
+        self.document = DocumentStream(output, self.write) if output in ("json", "yaml") else None
+
+    def outcome(self, outcome: Outcome) -> None:
+        if self.closed:
+            return
+        if self.document is not None:
+            with self._lock:  # one item at a time, in the order they are written
+                self.document.item(outcome)
+            return
+        line = self._line(outcome, self.output, self.color)
+        if line is not None:
+            self.write(line + "\n")
+
+    def flush(self) -> None:
+        self.write("", flush=True)
+
+    def write(self, text: str, flush: bool = False) -> None:
+        if self.closed:
+            return
+        with self._lock:
+            if self.progress:
+                self.progress.clear()
+            try:
+                sys.stdout.write(text)
+                now = time.monotonic()
+                if flush or self._tty or now - self._flushed > FLUSH_EVERY:  # a pipe or file gets whole buffers
+                    sys.stdout.flush()
+                    self._flushed = now
+            except BrokenPipeError:
+                self.closed = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+                os.close(devnull)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..api import run
+    from .connection_flags import to_connection_options
+    from .flags import to_options, to_selection
+    from .output import ProgressDisplay
+
+    selection, options = to_selection(args), to_options(args)
+    connection = to_connection_options(args, log=_err)
+    color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
+    progress = None if args.quiet else ProgressDisplay()
+    printer = _Printer(args.output, color, progress)
+
+    def confirm(targets: Targets) -> bool:
+        from .output import plan_lines
+
+        for line in plan_lines(targets, args.delete):
+            _err(line)
+        if not sys.stdin.isatty():
+            raise UsageError("-i needs a terminal to ask on")
+        sys.stderr.write("Continue? [y/N] ")
+        sys.stderr.flush()
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+    # Everything imported so far lives until exit: the collector need not scan it again,
+    # and a list page of thousands of small dicts need not start a collection each time.
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 50)
+    gc.enable()  # the entry scripts disable it while importing
+    interrupt = threading.Event()
+    with _signals_stop(interrupt) as stop:
+        try:
+            report = run(
+                selection,
+                options,
+                connection,
+                on_outcome=printer.outcome,
+                on_progress=progress.update if progress else None,
+                confirm=confirm if args.interactive else None,
+                retain=False,
+                interrupt=interrupt,
+            )
+        except UnfinalizeError:
+            if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM
+                raise _Stopped(stop.signum) from None
+            raise
+    if progress:
+        progress.clear()
+    if printer.document is not None and not report.aborted:
+        printer.document.finish(report)
+    printer.flush()  # every line before the summary on stderr
+    status = _finish(report, args.quiet)
+    return ExitStatus.TERMINATED if status is ExitStatus.INTERRUPTED and stop.signum == signal.SIGTERM else status
+
+
+class _Stopped(KeyboardInterrupt):
+    """A second signal: stop at once (main() says which signal and exits 128 + it)."""
+
+    def __init__(self, signum: int | None) -> None:
+        super().__init__()
+        self.signum = signum
+
+
+class _Stop:
+    signum: int | None = None  # the first signal that stopped the run
+
+
+@contextlib.contextmanager
+def _signals_stop(interrupt: threading.Event) -> Iterator[_Stop]:
+    """The first Ctrl-C or SIGTERM (CI cancelling a job) ends the run like its deadline:
+    requests in flight finish, the summary says what was done, and the exit code says
+    which signal it was; a second one stops at once."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if interrupt.is_set():
+            raise _Stopped(signum)
+        stop.signum = signum
+        interrupt.set()
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before)
+
+
+def _finish(report: Report, quiet: bool) -> int:
+    from .output import summary_line
+
+    if report.aborted:
+        _err("aborted: nothing was changed")
+        return ExitStatus.OK
+    if not quiet:
+        for skipped in report.skipped:  # a missing object's name, or why a type was not read
+            _err(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
+        if not sum(report.counts.values()) and not report.scanned and not report.skipped:
+            _err("nothing to do: no matching custom resources, CRDs or namespaces")
+    if report.error:
+        _err(f"error: {report.error}")
+    if not quiet:
+        _err(summary_line(report))
+    if report.interrupted:
+        return ExitStatus.INTERRUPTED
+    return ExitStatus.OK if report.ok else ExitStatus.FAILED

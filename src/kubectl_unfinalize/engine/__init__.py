@@ -1,0 +1,1 @@
+"""The run: order, bounded concurrent writes, re-listing, outcomes, diagnosis. Never prints."""

@@ -1,0 +1,174 @@
+"""The CRD sweep: list each CRD's instances and free them; with --delete, delete each
+instance first (its deletionTimestamp makes the API server refuse new finalizers, so a
+controller that is still running cannot win), and the CRD itself once every instance is
+gone or going, so the cleanup controller finds nothing left and never waits on its 5 s
+poll. A CRD whose instances could not be freed is not deleted: it is never left
+Terminating over objects the run could not free."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from functools import partial
+
+from ..errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
+from ..kube.cluster import ListQuery, crd_ref
+from ..model import CRD, Action, ObjectMeta
+from ..options import DryRun
+from . import conversion, diagnose
+from .freeing import Freer
+from .workers import Mapper, ReadAhead
+
+
+@dataclass
+class CrdState:
+    crd: CRD
+    uid: str | None = None  # set once this run deleted it
+    refused: bool = False  # its DELETE or list refused lastingly (RBAC, admission, conversion): waiting cannot help
+    blocked: int = 0  # instances the last whole pass could not free
+    counting: int = 0  # the same, for the pass under way
+    listed: bool = True  # False when the last pass could not list its instances
+    reconfigured: bool = False  # its dead conversion webhook was switched off by this run
+
+    @property
+    def ready(self) -> bool:
+        """Not deleted yet, and nothing of it is known to block."""
+        return self.uid is None and self.listed and not self.blocked and not self.refused
+
+
+def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
+    """Runs in the main thread, page by page: one job per instance to free. A list the
+    CRD's conversion webhook fails is listed again only after the remedy (--delete), a
+    few times with backoff while the API server catches up; otherwise it is the CRD's
+    one lasting failure, never re-listed until the deadline."""
+    state.listed = True
+    lists = 0
+    while True:
+        lists += 1
+        failure = yield from _list(freer, state)
+        if failure is None:
+            return
+        state.listed = False
+        if not conversion.is_failure(failure):
+            message = diagnose.list_failure(failure, state.crd.resource)
+            freer.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
+            return
+        wait = _conversion_failed(freer, state, failure, lists)
+        if wait is None or freer.deadline.remaining() <= wait:
+            return
+        time.sleep(wait)  # on the main thread: the jobs already submitted go on meanwhile
+        state.listed = True
+
+
+def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None, UnfinalizeError | None]:
+    """One list of the CRD's instances, a job for each to free; the error that ended it.
+    A list started again after a failure may yield an object twice: freeing it twice
+    ends in the same state (the second DELETE or patch finds it gone or free)."""
+    options = freer.options
+    query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
+    pages = ReadAhead(freer.cluster.list_meta(state.crd.resource, query))
+    try:
+        freer.cleared()  # no outcome, and no write, before the RBAC preflight passed
+    except BaseException:
+        pages.close()
+        raise
+    try:
+        for page in pages:
+            for meta in page:
+                freer.seen.add(meta.uid)
+                if freer.wanted(meta):
+                    yield freer.fast(meta, partial(_free_instance, freer, state, meta))
+    except DeadlineExceeded:
+        state.listed = False  # the diagnosis at the deadline says what is left
+    except UnfinalizeError as exc:
+        return exc
+    finally:
+        pages.close()
+    return None
+
+
+def _conversion_failed(freer: Freer, state: CrdState, failure: UnfinalizeError, lists: int) -> float | None:
+    """The list failed on the CRD's conversion webhook: the seconds to wait before listing
+    again, or None when this pass lists it no more. With --delete the webhook is switched
+    off once (conversion.disable) and recorded; a dry run only says so. Without --delete,
+    after the remedy was refused, or when the failure outlasts it, the CRD gets one
+    failure naming the webhook and is dropped from the run (refused: waiting cannot help)."""
+    options, book, ref = freer.options, freer.book, crd_ref(state.crd.name)
+    listing = f"cannot list {state.crd.resource.qualified}: {failure}"
+    try:
+        hook = conversion.read(freer.cluster, state.crd, failure)
+    except UnfinalizeError:
+        hook = None  # the failure itself is named; the rest is a best effort
+    why = ""
+    if options.delete and hook is not None and not state.reconfigured:
+        try:
+            conversion.disable(freer.cluster, state.crd, options.dry_run)
+        except UnfinalizeError as exc:
+            why = f"cannot set spec.conversion.strategy to None: {diagnose.explain(exc, 'patch', ref.resource)}"
+        else:
+            state.reconfigured = True
+            book.add(
+                ref, Action.RECONFIGURED, message=conversion.remedy_line(hook, options.dry_run), aspect="conversion"
+            )
+            if options.dry_run is not DryRun.NONE:
+                state.listed = True  # nothing changed: the preview goes on to the CRD's deletion
+                return None
+            return conversion.FIRST_BACKOFF
+    elif (state.reconfigured or (options.delete and hook is None)) and options.dry_run is DryRun.NONE:
+        if lists <= conversion.LISTS_AFTER_REMEDY:
+            return float(conversion.FIRST_BACKOFF * 2.0 ** (lists - 2))
+        after = " after spec.conversion.strategy was set to None" if state.reconfigured else ""
+        why = f"still failing {lists} lists{after}"
+    state.refused = True
+    book.add(ref, Action.FAILED, message=conversion.lasting_line(listing, state.crd, hook, why), aspect="list")
+    return None
+
+
+def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
+    if not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent)):
+        with freer.lock:
+            state.counting += 1
+
+
+def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
+    """Instances are deleted silently (the CRD's own line says it): the DELETE is there
+    to set the deletionTimestamp before the finalizers go. `sent`: the bulk sender sent
+    the finalizer patch already, and no answer came."""
+    options = freer.options
+    if options.delete and not meta.terminating and options.dry_run.sends_writes:
+        deleted = freer.cluster.delete(meta.ref, options.dry_run)
+        if deleted is None or deleted.remaining is None:
+            return True  # gone already, or gone at once
+        meta = deleted.remaining
+    return freer.free(meta, sent)
+
+
+def delete(freer: Freer, pool: Mapper, states: list[CrdState]) -> None:
+    def one(state: CrdState) -> bool:
+        return freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
+
+    list(pool.map(one, states))
+
+
+def _delete_crd(freer: Freer, state: CrdState) -> bool:
+    ref = crd_ref(state.crd.name)
+    dry_run = freer.options.dry_run
+    if dry_run is DryRun.CLIENT:
+        found = freer.cluster.get_meta(ref)
+        state.uid = found.uid if found else ""
+        if found is not None:
+            freer.book.add(ref, Action.DELETED)
+        return True
+    try:
+        deleted = freer.cluster.delete(ref, dry_run)
+    except (Forbidden, Invalid):
+        state.refused = True
+        raise
+    if deleted is None:
+        state.uid = ""
+        freer.book.add(ref, Action.GONE, message="not found")
+        return True
+    state.uid = deleted.uid
+    freer.book.add(ref, Action.DELETED)
+    return True

@@ -1,0 +1,151 @@
+"""What still blocks, finalizers that came back, and why a request was refused.
+
+Reads only; records its findings in the outcome book. Streams lists and keeps only the
+first few examples, so a diagnosis of a huge CRD costs no more memory than a page.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from .. import finalizers
+from ..errors import ApiError, Forbidden, Invalid, UnfinalizeError
+from ..kube.cluster import Cluster, ListQuery, crd_ref
+from ..model import CRD, Action, ObjectMeta, ObjectRef, Resource
+from ..options import Options
+from .outcomes import OutcomeBook
+from .workers import Mapper
+
+EXAMPLES = 5
+LISTS_AT_ONCE = 16  # each holds a page: memory stays a few pages, whatever the number of namespaces
+CONDITIONS = ("Terminating", "NamesAccepted", "Established")
+
+
+def explain(exc: UnfinalizeError, verb: str, resource: Resource) -> str:
+    """One line on why `verb` failed, from the server's Status rather than its wording."""
+    if isinstance(exc, Forbidden):
+        return f"forbidden: cannot {verb} {resource.qualified} (RBAC or admission): {exc}"
+    if isinstance(exc, Invalid) and (exc.reason == "Invalid" or exc.causes or "denied" in str(exc)):
+        by = "an admission webhook" if "webhook" in str(exc) else "admission"
+        return f"rejected by {by}: {exc}"
+    if isinstance(exc, ApiError):
+        return f"{exc.status} {exc.reason}: {exc}"
+    return str(exc)
+
+
+def list_failure(exc: UnfinalizeError, resource: Resource) -> str:
+    hint = ""
+    if isinstance(exc, ApiError) and exc.status == 500 and "conversion webhook" in str(exc):
+        hint = (
+            "; the CRD's conversion webhook is failing, so its objects can be neither listed nor"
+            " patched: bring the webhook back, or set spec.conversion.strategy to None, and run again"
+        )
+    return f"cannot list {resource.qualified}: {exc}{hint}"
+
+
+def final_check(
+    cluster: Cluster,
+    options: Options,
+    book: OutcomeBook,
+    lists: Sequence[tuple[Resource, str | None]],
+    objects: list[ObjectRef],
+    live: set[str],
+    first_freed: float | None,
+    pool: Mapper,
+) -> None:
+    """Without --delete a live controller may put finalizers back on objects that are not
+    being deleted. `live` holds the uids of the freed objects that had no
+    deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
+    `lists` are the (type, namespace) pairs where they were (None: every namespace),
+    read again sixteen at a time on the engine's threads, whose connections are open:
+    on a far cluster each list page is a round trip, and the pages of one list can only
+    be read one after the other.
+
+    The wait counts from `first_freed`, when the first of them was freed: a controller
+    that is running puts finalizers back on every object it sees freed, so once the
+    earliest one had `settle` seconds, reading them all again shows it; a long run
+    therefore re-reads at once, and only a short one waits for the rest of `settle`."""
+    if not live:
+        return
+    waited = 0.0 if first_freed is None else time.monotonic() - first_freed
+    time.sleep(max(0.0, options.settle - waited))
+    query = replace(_query(options), finalized_only=True)  # what has none cannot have them back
+
+    def check(page: Iterable[ObjectMeta | None]) -> None:
+        for meta in page:
+            if meta is None or meta.uid not in live:
+                continue
+            back = options.removable(list(meta.finalizers))
+            if back:
+                culprit = f"; likely re-added by {', '.join(meta.managers)}" if meta.managers else ""
+                book.of(
+                    meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?"
+                )
+
+    def list_again(place: tuple[Resource, str | None]) -> None:
+        resource, namespace = place
+        for page in cluster.list_meta(resource, replace(query, namespace=namespace)):  # a page at a time
+            check(page)
+
+    for start in range(0, len(lists), LISTS_AT_ONCE):
+        list(pool.map(list_again, lists[start : start + LISTS_AT_ONCE]))
+    check(pool.map(cluster.get_meta, objects))
+
+
+def blocking(
+    cluster: Cluster, options: Options, book: OutcomeBook, crds: list[CRD], objects: list[ObjectRef], why: str
+) -> None:
+    """Say exactly what still blocks: objects (first few, with finalizers), CRD
+    conditions and finalizers, and why the run stopped."""
+    for crd in crds:
+        try:
+            _crd_blocking(cluster, options, book, crd, why)
+        except UnfinalizeError as exc:
+            book.add(crd_ref(crd.name), Action.BLOCKING, message=f"{why}; cannot tell what blocks: {exc}", aspect="b")
+    for ref in objects:
+        try:
+            meta = cluster.get_meta(ref)
+        except UnfinalizeError as exc:
+            book.add(ref, Action.BLOCKING, message=f"{why}; cannot read it: {exc}", aspect="b")
+            continue
+        if meta is not None:
+            message = (
+                f"finalizers {list(meta.finalizers)}"
+                if meta.finalizers
+                else "still terminating (no finalizers; waiting for the garbage collector?)"
+            )
+            if left := finalizers.blocker(meta.finalizers):
+                message += f"; {left}"
+            book.add(ref, Action.BLOCKING, meta.finalizers, f"{why}: {message}", aspect="b")
+
+
+def _crd_blocking(cluster: Cluster, options: Options, book: OutcomeBook, crd: CRD, why: str) -> None:
+    remaining = 0
+    examples: list[ObjectMeta] = []
+    for page in cluster.list_meta(crd.resource, _query(options, namespaced=False)):
+        remaining += len(page)
+        examples += page[: EXAMPLES - len(examples)]
+    obj = cluster.get(crd_ref(crd.name)) or {}
+    shown = [f"{m.ref.namespace + '/' if m.ref.namespace else ''}{m.ref.name} {list(m.finalizers)}" for m in examples]
+    more = f" and {remaining - len(examples)} more" if remaining > len(examples) else ""
+    parts = [f"{remaining} {crd.resource.qualified} remain" + (": " + ", ".join(shown) + more if shown else "")]
+    parts += [
+        f"{c.get('type')}={c.get('status')}: {c.get('message', '')}".strip()
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if c.get("type") in CONDITIONS and c.get("message")
+    ]
+    finalizers = (obj.get("metadata") or {}).get("finalizers") or []
+    if finalizers and not remaining:
+        parts.append(f"CRD finalizers {finalizers}")
+    book.add(crd_ref(crd.name), Action.BLOCKING, message=f"{why}: " + "; ".join(parts), aspect="b")
+
+
+def _query(options: Options, namespaced: bool = True) -> ListQuery:
+    return ListQuery(
+        namespace=options.namespace if namespaced else None,
+        label_selector=options.label_selector if namespaced else None,
+        field_selector=options.field_selector if namespaced else None,
+        limit=options.chunk_size,
+    )

@@ -1,0 +1,279 @@
+"""The loop: the order of the sweeps, bounded concurrent jobs, waiting by uid until what
+was deleted is gone, and what to say when the deadline passes. Returns a Report and
+never prints.
+
+Each sweep owns one kind of target (crd_sweep, namespace_sweep, object_sweep); freeing
+does the writes. With --delete, namespaces are deleted first, CRD instances and manifest
+objects are deleted as they are freed, and a CRD once its instances are gone or going;
+the loop then re-lists until everything deleted is gone (comparing uids) or the deadline
+passes, catching objects created or cascade-deleted meanwhile.
+
+Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
+on; run() raises only for a permission missing before the first write.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+
+from .. import finalizers
+from ..deadline import Deadline
+from ..errors import UnfinalizeError
+from ..kube.cluster import Cluster, crd_ref, namespace_ref
+from ..model import Action, Progress, Report, Resource, Targets
+from ..options import DryRun, Options
+from . import crd_sweep, diagnose, namespace_reads, object_sweep
+from .crd_sweep import CrdState
+from .freeing import Freer
+from .namespace_sweep import NamespaceState, NamespaceSweep
+from .object_sweep import ObjectState
+from .outcomes import OutcomeBook, OutcomeListener
+from .pacing import Pacing
+from .preflight import preflight
+from .workers import Workers
+
+DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
+FIRST_POLL = 0.05
+SPLIT_LISTS = 64  # the final check lists a CRD per namespace when its freed objects were in this many or fewer
+
+ProgressListener = Callable[[Progress], None]
+
+
+@dataclass
+class _Targets:
+    """What is still pending, by kind."""
+
+    crds: list[CrdState]
+    objects: list[ObjectState]
+    spaces: list[NamespaceState]
+
+    def __bool__(self) -> bool:
+        return bool(self.crds or self.objects or self.spaces)
+
+
+class Engine:
+    """One run: construct, call run() once."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        options: Options,
+        deadline: Deadline,
+        on_outcome: OutcomeListener | None = None,
+        on_progress: ProgressListener | None = None,
+        retain: bool = True,
+    ) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.deadline = deadline
+        self.book = OutcomeBook(options.dry_run, on_outcome, retain)
+        self.freer = Freer(cluster, options, self.book, deadline)
+        self.namespaces = NamespaceSweep(self.freer)
+        self.pacing = Pacing(options.concurrency)
+        self._on_progress = on_progress or (lambda _: None)
+        self._done = self._total = 0
+
+    def run(self, targets: Targets, skipped: Iterable[str] = ()) -> Report:
+        started = time.monotonic()
+        report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
+        pending = _Targets(
+            [CrdState(c) for c in targets.crds],
+            [ObjectState(r) for r in targets.objects],
+            [NamespaceState(n) for n in targets.namespaces],
+        )
+        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
+        self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
+        self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency)
+        self.pacing.load = self.workers.in_flight_now  # a refusal's cut starts from what is in flight
+        self.cluster.pace(self.pacing.refused, self.workers.parked)
+        try:
+            # The reviews are answered while the first list page is read; nothing is
+            # written, nor reported, before they passed (Freer.cleared).
+            self.freer.cleared = pool.submit(preflight, self.cluster, targets, self.options, self.workers).result
+            self._run(pool, pending, report)
+        except KeyboardInterrupt:
+            report.interrupted = True
+        finally:
+            self.workers.close()
+            pool.shutdown(wait=not report.interrupted, cancel_futures=True)
+        report.outcomes = self.book.outcomes()
+        report.counts = self.book.counts
+        report.scanned = len(self.freer.seen)
+        report.seconds = time.monotonic() - started
+        report.skipped += [f"{gv} unavailable" for gv in self.namespaces.unavailable]
+        return report
+
+    def _run(self, pool: ThreadPoolExecutor, pending: _Targets, report: Report) -> None:
+        options = self.options
+        waiting = options.delete and options.wait and options.dry_run is DryRun.NONE
+        if options.delete and pending.spaces:
+            self.freer.cleared()
+            self.namespaces.delete(pool, pending.spaces)
+        if options.delete and (first := object_sweep.blockers(pending.objects)):
+            self.freer.cleared()  # -f webhook configurations and APIServices would refuse or hide the rest
+            object_sweep.delete_first(self.freer, first)
+        poll = FIRST_POLL
+        while True:
+            if not self._pass(pool, pending):
+                report.timed_out = True
+                break
+            if options.delete:
+                crd_sweep.delete(self.freer, self.workers, [c for c in pending.crds if c.ready])
+            if not waiting:
+                break
+            pending = self._still_there(pending)
+            if not pending:
+                return
+            if self.deadline.expired():
+                report.timed_out = True
+                break
+            time.sleep(min(poll, self.deadline.remaining()))
+            poll = min(poll * 2, options.poll)
+        if report.timed_out and self.deadline.interrupted:
+            report.timed_out, report.interrupted = False, True
+        elif report.timed_out:
+            self._diagnose(pending, "timed out")
+        elif not options.delete and options.dry_run is DryRun.NONE:
+            self._final_check(pending, report)
+
+    def _still_there(self, pending: _Targets) -> _Targets:
+        exists = self.freer.exists
+        return _Targets(
+            [
+                c
+                for c in pending.crds
+                if not c.refused
+                and not self._hopeless(c)
+                and (c.uid is None or (c.uid and exists(crd_ref(c.crd.name), c.uid)))
+            ],
+            [
+                o
+                for o in pending.objects
+                if o.uid and not self.freer.admission.blocking(o.ref, "UPDATE") and exists(o.ref, o.uid)
+            ],
+            [
+                n
+                for n in pending.spaces
+                if n.uid and not self._hopeless_space(n) and exists(namespace_ref(n.name), n.uid)
+            ],
+        )
+
+    def _hopeless(self, state: CrdState) -> bool:
+        """A dead admission webhook refused each of its objects the last pass could not
+        free: it is reported now, and not waited on until the deadline."""
+        if not self.freer.stuck(state.crd.resource, state.blocked):
+            return False
+        done = "deleted" if state.uid else "not deleted"
+        message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
+        self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect="b")
+        return True
+
+    def _hopeless_space(self, state: NamespaceState) -> bool:
+        """Everything left inside was refused by a dead admission webhook in the last pass."""
+        refused = self.freer.admission.refused_in[state.name]
+        if not state.contents or refused < state.contents:
+            return False
+        message = f"not gone: the {refused} objects left inside are refused by a dead admission webhook (see above)"
+        self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect="b")
+        return True
+
+    def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:
+        """One sweep over every target, as many jobs in flight as the pacing allows;
+        False when the deadline cut it short."""
+        for crd in pending.crds:
+            crd.counting = 0
+        self.namespaces.begin_pass()
+        self.freer.begin_pass()
+        for job in self._jobs(pool, pending):
+            if self.deadline.expired():
+                break
+            self._total += 1
+            self.workers.submit(job)
+            self._on_progress(Progress("unfinalize", self._done, self._total))
+        self.workers.drain()
+        self._on_progress(Progress("unfinalize", self._done, self._total))
+        if self.deadline.expired():
+            return False
+        for crd in pending.crds:
+            crd.blocked = crd.counting
+        return True
+
+    def _jobs(self, pool: ThreadPoolExecutor, pending: _Targets) -> Iterator[Callable[[], object]]:
+        for state in pending.crds:
+            yield from crd_sweep.jobs(self.freer, state)  # waits for the preflight once its list is under way
+        self.freer.cleared()
+        for space in pending.spaces:
+            yield from self.namespaces.jobs(pool, space)
+        for obj in pending.objects:
+            yield partial(self.freer.contain, obj.ref, "free", partial(object_sweep.free, self.freer, obj))
+
+    def _job_done(self, latency: float, counted: bool) -> None:
+        """On a worker, after each job (the preflight's, CRD deletes' and final lists'
+        are not the pass's objects: not counted in its progress)."""
+        self.pacing.completed(latency)
+        if counted:
+            self._done += 1  # read only for progress: an occasional lost count is harmless
+
+    def _final_check(self, pending: _Targets, report: Report) -> None:
+        self.workers.release_connections()  # its lists run on the workers' threads
+        try:
+            diagnose.final_check(
+                self.cluster,
+                self.options,
+                self.book,
+                self._lists_again(pending),
+                [o.ref for o in pending.objects],
+                self.freer.live,
+                self.freer.first_live,
+                self.workers,
+            )
+        except UnfinalizeError as exc:
+            report.error = f"cannot check whether finalizers came back: {exc}"
+        terminating = [n for n in pending.spaces if n.terminating]
+        if terminating and self.namespaces.unavailable:  # the namespace controller cannot finish on its own
+            self._diagnose(_Targets([], [], terminating), "not finished")
+
+    def _lists_again(self, pending: _Targets) -> list[tuple[Resource, str | None]]:
+        """Where the freed objects that may take finalizers back are: each CRD's namespaces
+        that had one (its whole list when there are many), and a namespace's types."""
+        places = self.freer.live_places
+        lists: list[tuple[Resource, str | None]] = []
+        for state in pending.crds:
+            resource = state.crd.resource
+            spaces = sorted({ns or "" for r, ns in places if r == resource})
+            if resource.namespaced and self.options.namespace is None and len(spaces) <= SPLIT_LISTS:
+                lists += [(resource, ns) for ns in spaces]
+            elif spaces:
+                lists.append((resource, self.options.namespace))
+        lists += sorted(self.namespaces.live_lists, key=lambda item: (item[1], item[0].qualified))
+        return lists
+
+    def _diagnose(self, pending: _Targets, why: str) -> None:
+        grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
+        if pending.spaces:
+            names = [n.name for n in pending.spaces]
+            down = bool(self.namespaces.unavailable) and namespace_reads.report_apiservices(
+                grace, self.book, names, why
+            )
+            for space in pending.spaces:
+                namespace_reads.blocking(grace, self.book, space.name, space.contents, down, why)
+                for meta in space.held:  # what the tool leaves to Kubernetes' own controllers
+                    message = f"{why}: {finalizers.blocker(meta.finalizers) or f'finalizers {list(meta.finalizers)}'}"
+                    self.book.of(meta, Action.BLOCKING, meta.finalizers, message)
+        crds = [c for c in pending.crds if not c.refused]  # a lasting refusal is its CRD's one failure already
+        undeleted = [c for c in crds if self.options.delete and c.uid is None]
+        for state in undeleted:
+            self.book.add(
+                crd_ref(state.crd.name),
+                Action.BLOCKING,
+                message=f"{why}: not deleted, because {state.blocked} of its objects could not be freed"
+                if state.blocked
+                else f"{why}: not deleted",
+                aspect="b",
+            )
+        kept = [c.crd for c in crds if c not in undeleted]
+        diagnose.blocking(grace, self.options, self.book, kept, [o.ref for o in pending.objects], why)

@@ -1,0 +1,154 @@
+"""Namespaces: which resource types a namespace can hold, which API groups cannot be
+discovered (and the APIService behind them), and what keeps a namespace Terminating.
+
+Reads only. The engine frees what these functions find; this module decides nothing
+about writes. A namespace's `spec.finalizers` (`kubernetes`) belong to the namespace
+controller: nothing here ever proposes touching them or the `finalize` subresource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UnfinalizeError
+from ..kube.cluster import Cluster, ListQuery, namespace_ref
+from ..model import APISERVICE_RESOURCE, Action, ObjectRef, Resource
+from .outcomes import OutcomeBook
+
+NAMESPACE_FINALIZER = "kubernetes"  # spec.finalizers: the namespace controller's, never ours
+CONDITIONS = (
+    "NamespaceDeletionDiscoveryFailure",
+    "NamespaceDeletionGroupVersionParsingFailure",
+    "NamespaceDeletionContentFailure",
+    "NamespaceContentRemaining",
+    "NamespaceFinalizersRemaining",
+)
+NEEDED_VERBS = ("list", "patch")
+
+
+@dataclass
+class Discovery:
+    """The namespaced resource types that can be listed and patched, one version each
+    (the group's preferred one that serves it), and the group versions that cannot be
+    discovered now (an unavailable aggregated API)."""
+
+    resources: list[Resource] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+
+
+def discover(cluster: Cluster) -> Discovery:
+    """Aggregated discovery: the core group and every other group in two requests."""
+    found = Discovery()
+    seen: set[tuple[str, str]] = set()
+    for group in cluster.api_discovery():
+        name = str((group.get("metadata") or {}).get("name") or "")
+        for version in group.get("versions") or []:
+            gv = f"{name}/{version.get('version')}" if name else str(version.get("version"))
+            if version.get("freshness") == "Stale":
+                found.unavailable.append(gv)
+                continue
+            for entry in version.get("resources") or []:
+                plural = str(entry.get("resource") or "")
+                verbs = entry.get("verbs") or []
+                if entry.get("scope") != "Namespaced" or not all(v in verbs for v in NEEDED_VERBS):
+                    continue
+                if (name, plural) in seen:  # an older version of a type already listed
+                    continue
+                seen.add((name, plural))
+                kind = str((entry.get("responseKind") or {}).get("kind") or plural)
+                found.resources.append(Resource(name, str(version.get("version")), plural, kind, True))
+    return found
+
+
+def true_conditions(namespace: dict[str, Any]) -> list[str]:
+    """The namespace controller's conditions that are True: what it could not do."""
+    conditions = (namespace.get("status") or {}).get("conditions") or []
+    return [
+        f"{c.get('type')}: {c.get('message') or c.get('reason') or 'True'}"
+        for c in conditions
+        if c.get("type") in CONDITIONS and c.get("status") == "True"
+    ]
+
+
+def unavailable_apiservices(cluster: Cluster) -> list[tuple[ObjectRef, str]]:
+    """APIServices whose Available condition is not True, each with its service and the
+    condition's message. Empty when they cannot be read (RBAC): never guessed."""
+    found: list[tuple[ObjectRef, str]] = []
+    try:
+        pages = list(cluster.list_objects(APISERVICE_RESOURCE, ListQuery()))
+    except UnfinalizeError:
+        return found
+    for page in pages:
+        for obj in page:
+            available = next(
+                (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Available"), None
+            )
+            if available is not None and available.get("status") == "True":
+                continue
+            service = (obj.get("spec") or {}).get("service") or {}
+            where = f"service {service.get('namespace')}/{service.get('name')}" if service else "no service"
+            condition = "Available unknown"
+            if available is not None:
+                condition = f"Available={available.get('status')} ({available.get('reason', '')})"
+                if available.get("message"):
+                    condition += f": {available['message']}"
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            found.append((ObjectRef(APISERVICE_RESOURCE, name), f"{where}; {condition}"))
+    return found
+
+
+def report_apiservices(cluster: Cluster, book: OutcomeBook, names: list[str], why: str) -> bool:
+    """Name each unavailable APIService as what likely keeps `names` Terminating; True if
+    there was one."""
+    found = unavailable_apiservices(cluster)
+    listed = ", ".join(names)
+    for ref, detail in found:
+        message = (
+            f"{why}: unavailable ({detail}); the namespace controller cannot discover its API group, "
+            f"so namespace {listed} cannot finish: fix the service or delete the APIService"
+        )
+        book.add(ref, Action.BLOCKING, message=message, aspect="b")
+    return bool(found)
+
+
+def blocking(
+    cluster: Cluster, book: OutcomeBook, name: str, contents: int | None, apiservice_down: bool, why: str
+) -> None:
+    """Say what keeps one namespace: the controller's True conditions, its own metadata
+    finalizers, and, when nothing is left inside and only the controller's `kubernetes`
+    finalizer remains, that the namespace controller is not doing its part. `contents`
+    is how many objects the last pass found in it (None: unknown)."""
+    ref = namespace_ref(name)
+    try:
+        obj = cluster.get(ref)
+    except UnfinalizeError as exc:
+        book.add(ref, Action.BLOCKING, message=f"{why}; cannot read it: {exc}", aspect="b")
+        return
+    if obj is None:
+        return
+    meta = obj.get("metadata") or {}
+    finalizers = list(meta.get("finalizers") or [])
+    spec_finalizers = list((obj.get("spec") or {}).get("finalizers") or [])
+    parts = true_conditions(obj)
+    if not meta.get("deletionTimestamp"):
+        parts.insert(0, "not being deleted (Active)")
+    if finalizers:
+        parts.append(f"namespace finalizers {finalizers}")
+    if contents:
+        parts.append(f"{contents} objects remain inside")
+    if (
+        meta.get("deletionTimestamp")
+        and contents == 0
+        and not finalizers
+        and not apiservice_down
+        and spec_finalizers == [NAMESPACE_FINALIZER]
+    ):
+        parts.append(
+            f"nothing is left inside and only the namespace controller's own '{NAMESPACE_FINALIZER}' finalizer "
+            "remains (spec.finalizers): the namespace controller has not finished it (after failures it retries "
+            "only every minute or so); if it stays, is kube-controller-manager running? This tool never removes it"
+        )
+    if not parts:
+        parts.append("still there")
+    book.add(ref, Action.BLOCKING, finalizers, f"{why}: " + "; ".join(parts), aspect="b")

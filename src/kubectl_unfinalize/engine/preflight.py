@@ -1,0 +1,98 @@
+"""RBAC preflight: ask before the first write, so a missing permission changes nothing.
+
+One SelfSubjectAccessReview per (verb, resource, namespace), all at once; a name is asked
+about only where that broad question was denied, since only resourceNames rules can
+then still allow it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..errors import PermissionDenied
+from ..kube.cluster import Cluster
+from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, Resource, Targets
+from ..options import Options
+from .workers import Mapper
+
+Check = tuple[str, Resource, str | None, str | None]
+
+
+def plan_checks(targets: Targets, options: Options) -> list[Check]:
+    """Every (verb, resource, namespace, name) the run may need."""
+    writes = options.dry_run.sends_writes
+    checks: list[Check] = []
+    for crd in targets.crds:
+        ns = options.namespace if crd.resource.namespaced else None
+        checks.append(("list", crd.resource, ns, None))
+        if writes:
+            checks.append(("patch", crd.resource, ns, None))
+            if options.delete:
+                checks.append(("delete", crd.resource, ns, None))
+                checks.append(("delete", CRD_RESOURCE, None, crd.name))
+    for name in targets.namespaces:  # its contents: NamespaceAccess, per type, once discovered
+        checks.append(("get", NAMESPACE_RESOURCE, None, name))
+        if writes and options.delete:
+            checks.append(("delete", NAMESPACE_RESOURCE, None, name))
+    for ref in targets.objects:
+        checks.append(("get", ref.resource, ref.namespace, ref.name))
+        if writes:
+            checks.append(("patch", ref.resource, ref.namespace, ref.name))
+            if options.delete:
+                checks.append(("delete", ref.resource, ref.namespace, ref.name))
+    return list(dict.fromkeys(checks))
+
+
+def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Mapper) -> None:
+    """Raise PermissionDenied naming the user, verb and resource of the first refusal."""
+    checks = plan_checks(targets, options)
+    broad = list(dict.fromkeys((verb, resource, ns, None) for verb, resource, ns, _ in checks))
+    denied = set(_denied(cluster, broad, pool))
+    narrow = [c for c in checks if c[3] is not None and (c[0], c[1], c[2], None) in denied]
+    refused = [c for c in checks if c[3] is None and c in denied] + _denied(cluster, narrow, pool)
+    if refused:
+        verb, resource, namespace, name = refused[0]
+        where = f"in namespace {namespace}" if namespace else "in all namespaces"
+        if not resource.namespaced:
+            where = "cluster-wide"
+        target = f"{resource.qualified}/{name}" if name else resource.qualified
+        user = cluster.whoami()
+        who = f"user {user!r} " if user else ""
+        raise PermissionDenied(f"forbidden: {who}cannot {verb} {target} {where} (RBAC); nothing was changed")
+
+
+def _denied(cluster: Cluster, checks: Iterable[Check], pool: Mapper) -> list[Check]:
+    checks = list(checks)
+    ask: Callable[[Check], bool] = lambda check: cluster.allowed(*check)  # noqa: E731
+    return [check for check, ok in zip(checks, pool.map(ask, checks), strict=True) if not ok]
+
+
+class NamespaceAccess:
+    """What one SelfSubjectRulesReview says the user may do in a namespace: a single
+    request covers list and patch for every resource type found there. Only a complete
+    review denies; an incomplete one (another authorizer may allow more) or none at all
+    lets the real request decide. A rule limited to resourceNames counts as allowing:
+    the request then says which objects it refuses."""
+
+    def __init__(self, status: dict[str, Any] | None) -> None:
+        self.known = status is not None and not status.get("incomplete")
+        self.rules = list((status or {}).get("resourceRules") or [])
+
+    @classmethod
+    def review(cls, cluster: Cluster, namespace: str) -> NamespaceAccess:
+        return cls(cluster.access_rules(namespace))
+
+    def allows(self, verb: str, resource: Resource) -> bool:
+        if not self.known:
+            return True
+        return any(
+            _matches(rule.get("verbs"), verb)
+            and _matches(rule.get("apiGroups"), resource.group)
+            and _matches(rule.get("resources"), resource.plural)
+            for rule in self.rules
+        )
+
+
+def _matches(values: list[str] | None, wanted: str) -> bool:
+    return bool(values) and ("*" in values or wanted in values)  # type: ignore[operator]

@@ -1,0 +1,230 @@
+"""Threads running one job per object, fed through a queue, with as many jobs in flight
+as the pacing allows. A thread is started when the jobs in flight first outnumber the
+threads: a small teardown starts a few threads (and opens a few connections), not 64.
+
+A Future per object and concurrent.futures.wait() (which locks every future in flight
+on each call) cost more client CPU than the requests themselves; a queue, a counter and
+one condition are all the engine needs. The submitter is woken when a quarter of the
+limit has finished, not after every job: one wake-up refills several slots. A BulkPatch
+job goes to the bulk sender when the cluster offers one (bulk.py); what it hands back
+runs here, still counted in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import Protocol, TypeVar, cast
+
+from ..net.bulk import Bulk, BulkPatch
+
+Job = Callable[[], object]
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Mapper(Protocol):
+    """fn over items concurrently, results in order: the engine's workers, or an Executor."""
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T], /) -> Iterable[R]: ...
+
+
+class Workers:
+    def __init__(self, size: int, limit: Callable[[], int], on_done: Callable[[float, bool], None]) -> None:
+        self._limit = limit
+        self._on_done = on_done
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._inflight = 0
+        self._changed = threading.Condition()
+        self._error: BaseException | None = None
+        self._size = size
+        self._threads: list[threading.Thread] = []  # started as the jobs on threads first need them
+        self._on_threads = 0  # jobs queued for the threads and not finished
+        self._parked = 0  # jobs waiting out a Retry-After, not counted in flight
+        self.bulk: Bulk | None = None  # where BulkPatch jobs go, when the cluster offers it
+
+    def submit(self, job: Job) -> None:
+        """Queue a job once fewer than the pacing's limit are in flight."""
+        with self._changed:
+            while self._inflight >= self._limit():
+                self._changed.wait()
+            self._inflight += 1
+        if self.bulk is not None and isinstance(job, BulkPatch):
+            self.bulk.put(job)
+        else:
+            self.requeue(job)
+
+    def requeue(self, job: Job, wait: float = 0.0) -> None:
+        """Run `job` on a thread; it is already counted in flight (a patch the bulk
+        sender hands back). `wait`: seconds it first waits, parked (a 429's Retry-After)."""
+        if wait > 0:
+            job = partial(self._after, wait, job)
+        with self._changed:
+            self._on_threads += 1
+            if len(self._threads) < min(self._on_threads, self._size):
+                thread = threading.Thread(target=self._work, name=f"unfinalize-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._jobs.put(job)
+
+    def finished(self, started: float, counted: bool = True) -> None:
+        """A job in flight is done (on a thread, or answered to the bulk sender).
+        `counted`: one of the run's jobs, shown in its progress (map()'s are not)."""
+        self._on_done(time.monotonic() - started, counted)
+        with self._changed:
+            self._inflight -= 1
+            if self._inflight <= self._limit() * 3 // 4:
+                self._changed.notify_all()
+
+    def in_flight_now(self) -> int:
+        """Jobs in flight, less those parked."""
+        return self._inflight
+
+    @contextlib.contextmanager
+    def parked(self) -> Iterator[None]:
+        """On one of these threads, the job gives its place up meanwhile (it waits out a
+        Retry-After, the server is not asked) and takes one again, within the limit then
+        in force, before it goes on: a refused request delays itself, not the others.
+        Elsewhere (the read-ahead, the main thread), nothing."""
+        if threading.current_thread() not in self._threads:
+            yield
+            return
+        with self._changed:
+            self._inflight -= 1
+            self._parked += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                while self._inflight >= self._limit():
+                    self._changed.wait()
+                self._inflight += 1
+                self._parked -= 1
+
+    def _after(self, wait: float, job: Job) -> object:
+        with self.parked():
+            time.sleep(wait)
+        return job()
+
+    def failed(self, exc: BaseException) -> None:
+        """A bug where jobs run: raised again by drain()."""
+        self._error = self._error or exc
+        with self._changed:
+            self._changed.notify_all()
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until every queued job has finished; re-raise a job's bug here."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._inflight == 0 and not self._parked, timeout)
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """fn over items on these threads, whose connections are already open (a far
+        cluster charges two round trips for a new one); results in order, the first
+        exception raised. Waits for every job in flight: call it between passes."""
+        items = list(items)
+        results: list[R | None] = [None] * len(items)
+        errors: list[BaseException] = []
+
+        def one(index: int, item: T) -> None:
+            try:
+                results[index] = fn(item)
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                errors.append(exc)
+
+        for index, item in enumerate(items):
+            self.submit(_Uncounted(partial(one, index, item)))
+        self.drain()
+        if errors:
+            raise errors[0]
+        return cast(list[R], results)
+
+    def release_connections(self) -> None:
+        """Between passes: the bulk sender's idle connections go to the threads that need
+        one next."""
+        if self.bulk is not None:
+            self.bulk.release()
+
+    def close(self) -> None:
+        if self.bulk is not None:
+            self.bulk.close()
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            started = time.monotonic()
+            try:
+                job()  # jobs contain their failures; what escapes is a bug
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                self.failed(exc)
+            with self._changed:
+                self._on_threads -= 1
+            self.finished(started, not isinstance(job, _Uncounted))
+
+
+class _Uncounted:
+    """A job of map(): it runs like any other but is not one of the run's objects."""
+
+    __slots__ = ("_job",)
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+
+    def __call__(self) -> object:
+        return self._job()
+
+
+class ReadAhead(Iterator[T]):
+    """The same items, fetched on a thread from the moment this is made: a list's first
+    page is read while the RBAC preflight is answered, and each next page while this
+    page's jobs are queued (on a far cluster each page is a round trip or more).
+    close() stops the fetching after the item under way."""
+
+    def __init__(self, items: Iterator[T]) -> None:
+        self._items = items
+        self._ahead: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._done = False
+        threading.Thread(target=self._fetch, name="unfinalize-read-ahead", daemon=True).start()
+
+    def _fetch(self) -> None:
+        try:
+            for item in self._items:
+                if not self._put((True, item)):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            self._put((False, exc))
+            return
+        self._put((False, None))
+
+    def _put(self, entry: tuple[bool, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._ahead.put(entry, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        ok, value = self._ahead.get()
+        if ok:
+            return cast(T, value)
+        self._done = True
+        if isinstance(value, BaseException):
+            raise value
+        raise StopIteration
+
+    def close(self) -> None:
+        self._stop.set()
+        self._done = True

@@ -1,0 +1,1 @@
+"""The API server's semantics: typed verbs, retries and the deadline, kubectl's connection rules."""

@@ -1,0 +1,268 @@
+"""HTTP to the API server: retries, one deadline, typed errors, request logs.
+
+The kubernetes client's generated API classes are bypassed because they cannot ask for
+metadata-only lists, pick a patch type per request, or retry on 429/5xx. Every request
+goes through `Transport.request`, over net.connections' per-thread connections, except
+the bulk sender's remove-every-finalizer patches (net.bulk), which take their headers and
+timeouts from here and hand anything but a 2xx back to `request`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from .._version import __version__
+from ..deadline import NO_DEADLINE, Deadline
+from ..errors import ApiError, ConfigError, DeadlineExceeded, Unreachable, api_error_class
+from ..net.connections import Connections, NotSent, Response, header_lines
+from ..net.connections import reason as failure
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+
+RETRY_STATUSES = {429, 500, 502, 503, 504}
+MAX_ATTEMPTS = 8  # without a deadline (completion, tools): a few seconds of retrying
+MAX_ATTEMPTS_500 = 3  # a 500 is often lasting (a dead conversion webhook)
+MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likely a wrong address than an outage
+MAX_BACKOFF = 2.0  # an API server restart takes seconds: notice its return quickly
+MAX_RETRY_AFTER = 30.0
+# A 429's Retry-After is waited at most this long: API Priority and Fairness asks for up to
+# 30 s, sized for clients that do not pace themselves; the request is sent again only
+# within the pacing's limit, which the refusal has already lowered.
+MAX_THROTTLED = 1.0
+READ_TIMEOUT = 60.0
+MIN_TIME = 0.01  # a request with less time than this left is not sent: it could only time out
+LOG_BODY = 1000
+
+Log = Callable[[str], None]
+
+
+class Transport:
+    """The connections (one per worker thread), credentials and headers of one run.
+
+    `verbosity` follows kubectl's -v: 6 logs one line per request, 8 adds bodies
+    (truncated). Credentials never reach the log.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        connections: Connections,
+        auth: Callable[[], str | None] | str | None,
+        impersonate: Iterable[tuple[str, str]] = (),
+        request_timeout: float | None = None,
+        namespace: str = "default",
+        context: str = "",
+        log: Log | None = None,
+        verbosity: int = 0,
+    ) -> None:
+        self.host = host.rstrip("/")
+        self.connections = connections
+        self._prefix = urlsplit(self.host).path.rstrip("/")  # a server URL may carry a path
+        self._auth = auth if callable(auth) else None  # a plugin's token may change; a static one does not
+        self._token = None if callable(auth) else auth
+        self._auth_lock = threading.Lock()  # an exec plugin must not run once per thread
+        self._impersonate = list(impersonate)
+        self.request_timeout = request_timeout
+        self.namespace = namespace
+        self.context = context
+        self._log = log if verbosity >= 6 else None
+        self._bodies = verbosity >= 8
+        self.sleep = time.sleep
+        self.reached = False  # once the server has answered, an outage is waited out until the deadline
+        self.pushbacks = 0  # 429 answers so far
+        self.on_refused: Callable[[float], None] | None = None  # told each 429's send time: the engine's pacing
+        # How a 429's Retry-After is waited: the engine's workers give the request's place up meanwhile.
+        self.parked: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+        self._static = [("User-Agent", f"kubectl-unfinalize/{__version__}")]
+        if self._token:
+            self._static.append(("Authorization", self._token))
+        self._static += self._impersonate  # Impersonate-Group may repeat: one header line each
+        self._blocks: dict[tuple[str, str | None], bytes] = {}  # the header lines of each kind of request
+
+    def close(self) -> None:
+        self.connections.close()
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
+        self.close()
+
+    def headers(self, accept: str, content_type: str | None) -> bytes:
+        block = self._blocks.get((accept, content_type))
+        if block is None:
+            fields = [("Accept", accept), *self._static]
+            if content_type:
+                fields.append(("Content-Type", content_type))
+            block = self._blocks[(accept, content_type)] = header_lines(fields)
+        if self._auth is not None and (token := self.authorization()):
+            block += header_lines([("Authorization", token)])
+        return block
+
+    @property
+    def logging(self) -> bool:
+        return self._log is not None
+
+    def pushed_back(self, sent: float) -> None:
+        """A request sent at `sent` (time.monotonic()) was answered 429."""
+        self.pushbacks += 1
+        if self.on_refused is not None:
+            self.on_refused(sent)
+
+    def authorization(self) -> str | None:
+        """The Authorization header's value now (an exec plugin's token is refreshed)."""
+        if self._auth is None:
+            return self._token
+        with self._auth_lock:
+            return self._auth()
+
+    def timeout(self, deadline: Deadline) -> float:
+        return max(deadline.cap(self.request_timeout or READ_TIMEOUT), MIN_TIME)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+        deadline: Deadline = NO_DEADLINE,
+        decode: bool = True,
+        idempotent: bool = False,
+    ) -> Any:
+        """Send one request, retrying until `deadline` what the server refused (429, 5xx)
+        or never saw (no connection); one that failed after it may have reached the server
+        is sent again only when the verb says it is `idempotent`. Return the decoded JSON
+        body (None with decode=False: a bulk write's answer is not read). Raises a typed
+        ApiError, Unreachable, or DeadlineExceeded when the time was up before sending."""
+        target = self._prefix + path
+        params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
+        if params:
+            target += "?" + urlencode(params, doseq=True)
+        url = self.host + target[len(self._prefix) :]
+        payload = None
+        if body is not None:
+            payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+            content_type = content_type or JSON
+        bounded = deadline.at is not None
+        attempt = internal_errors = 0
+        ambiguous = False
+        while True:
+            attempt += 1
+            if deadline.remaining() < MIN_TIME:
+                raise DeadlineExceeded(f"out of time before {method} {path} could be sent")
+            started = time.monotonic()
+            try:
+                response = self.connections.send(
+                    method, target, payload, self.headers(accept, content_type), self.timeout(deadline)
+                )
+            except ValueError as exc:  # a header value or name that cannot be sent
+                raise ConfigError(str(exc)) from None
+            except OSError as exc:
+                self._trace(method, url, f"error {failure(exc)}", started, attempt, None)
+                sent = not isinstance(exc, NotSent)
+                ambiguous = ambiguous or sent
+                delay = _backoff(attempt)
+                if sent and not idempotent:
+                    raise Unreachable(
+                        f"lost the connection to the API server at {self.host} during {method} {path}"
+                        f" ({failure(exc)}); not sent again, since it may have been applied"
+                    ) from exc
+                if not ((bounded and self.reached) or attempt < MAX_CONNECT_ATTEMPTS) or delay >= deadline.remaining():
+                    raise Unreachable(f"cannot reach the API server at {self.host}: {failure(exc)}") from exc
+                self.sleep(delay)
+                continue
+            self.reached = True
+            status = response.status
+            if self._log is not None:
+                self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
+            if 200 <= status < 300:
+                data = response.data
+                return json.loads(data) if data and decode else None
+            error = _api_error(method, path, response, ambiguous)
+            throttled = status == 429
+            if throttled:
+                self.pushed_back(started)
+            internal_errors += status == 500
+            delay = _retry_delay(error, attempt)
+            retry = (
+                status in RETRY_STATUSES
+                and internal_errors < MAX_ATTEMPTS_500
+                and (bounded or attempt < MAX_ATTEMPTS)
+                # a 429 is waited out until the deadline, which then ends the request unsent
+                and (delay < deadline.remaining() or (throttled and bounded))
+            )
+            if not retry:
+                raise error
+            with self.parked() if throttled else contextlib.nullcontext():
+                self.sleep(min(delay, deadline.remaining()))
+
+    def _trace(self, method: str, url: str, result: str, started: float, attempt: int, data: bytes | None) -> None:
+        if self._log is None:
+            return
+        ms = (time.monotonic() - started) * 1000
+        retry = f" (retry {attempt - 1})" if attempt > 1 else ""
+        line = f"{method} {url} {result} in {ms:.0f} milliseconds{retry}"
+        if self._bodies and data:
+            text = data[:LOG_BODY].decode(errors="replace")
+            line += f"\nResponse Body: {text}" + ("..." if len(data) > LOG_BODY else "")
+        self._log(line)
+
+
+def _backoff(attempt: int) -> float:
+    base: float = min(0.1 * 2 ** (attempt - 1), MAX_BACKOFF)
+    return base * (0.5 + random.random() / 2)
+
+
+def _retry_delay(error: ApiError, attempt: int) -> float:
+    if error.retry_after is not None:
+        cap = MAX_THROTTLED if error.status == 429 else MAX_RETRY_AFTER
+        return min(max(float(error.retry_after), 0.0), cap)
+    return _backoff(attempt)
+
+
+def _api_error(method: str, path: str, response: Response, ambiguous: bool) -> ApiError:
+    message, reason, token = "", response.reason or "", ""
+    details: dict[str, Any] = {}
+    try:
+        status = json.loads(response.data)
+    except (ValueError, TypeError):
+        status = None
+    if isinstance(status, dict):
+        message = str(status.get("message") or "")
+        reason = str(status.get("reason") or reason)
+        details = status.get("details") or {}
+        token = str((status.get("metadata") or {}).get("continue") or "")
+    else:
+        message = (response.data or b"").decode(errors="replace").strip()[:300]
+    retry_after = None
+    header = response.headers.get("retry-after")
+    if header:
+        try:
+            retry_after = float(header)
+        except ValueError:
+            retry_after = None
+    cls = api_error_class(response.status)
+    return cls(
+        response.status,
+        reason,
+        message,
+        method,
+        path,
+        details=details if isinstance(details, dict) else {},
+        continue_token=token,
+        retry_after=retry_after,
+        ambiguous=ambiguous,
+    )

@@ -1,0 +1,1 @@
+"""What the user named (CRDs, groups, selectors, manifests, namespaces) -> Targets. Reads only."""
