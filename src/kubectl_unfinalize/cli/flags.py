@@ -53,11 +53,27 @@ That flag deletes such configurations (each removal is reported), then frees as 
 With -f and --delete, the webhook configurations and APIServices the manifests declare
 are deleted first.
 
+conversion webhooks left behind: when a CRD's objects cannot be listed because its
+conversion webhook is gone, the run names the webhook (service or URL) and the stored
+versions; with --delete it sets the CRD's spec.conversion to strategy None (the old value
+is in the CRD's "reconfigured" line), then frees and deletes as usual; without --delete it
+changes nothing, ends with exit 1 and says to run `kubectl unfinalize crd NAME --delete`.
+The CRD's own customresourcecleanup finalizer is never removed.
+
+built-in finalizers: those of Kubernetes' own controllers (kubernetes.io/pvc-protection,
+pv-protection, service.kubernetes.io/load-balancer-cleanup, orphan, foregroundDeletion,
+job-tracking, ...) are left for them; one still there at the end is named with its controller and
+what it waits for (exit 1). Only --finalizer NAME removes one, and the line then says
+what may leak (a Service's ingress, a volume's handle).
+
+signals: the first Ctrl-C or SIGTERM ends the run like its deadline (a summary, exit 130
+or 143); a second one stops at once.
+
 final check: without --delete, when objects that were not being deleted were freed,
 the tool waits 1s and reads them again to name any controller that put them back.
 
 exit codes: 0 done or nothing to do; 1 something failed or timed out;
-2 usage or input error; 130 interrupted."""
+2 usage or input error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM)."""
 
 
 class UsageError(Exception):
