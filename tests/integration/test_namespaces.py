@@ -359,7 +359,7 @@ def test_resource_types_the_user_may_not_list_are_reported_in_one_line(stuck, ap
         denied = [line for line in result.stdout.splitlines() if "cannot list" in line]
         assert len(denied) == 1, result.stdout
         assert f"forbidden: user '{user}' cannot list" in denied[0] and "secrets" in denied[0], denied
-        assert f"{stuck['crds'][1]['plural']}.{stuck['crds'][1]['group']}" in denied[0]
+        assert f"{stuck['crds'][1].plural}.{stuck['crds'][1].group}" in denied[0]
         assert f"{alpha.plural}.{alpha.group}" not in denied[0]
         # What the user may touch is freed; the rest is left as it was.
         assert configmap_finalizers(api_client, name) == ()
