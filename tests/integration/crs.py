@@ -99,3 +99,55 @@ def writes_outside(events, crds: list[CrdInfo], extra: set[tuple] = frozenset())
             continue
         outside.append(event)
     return outside
+
+
+def priority_level(user: str, shares: int) -> list[dict]:
+    """`user` made cluster-admin and put by a FlowSchema on a priority level of its own
+    (nominalConcurrencyShares `shares`) that rejects with 429 what does not fit."""
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": user},
+            "spec": {
+                "type": "Limited",
+                "limited": {
+                    "nominalConcurrencyShares": shares,
+                    "lendablePercent": 0,
+                    "borrowingLimitPercent": 0,
+                    "limitResponse": {"type": "Reject"},
+                },
+            },
+        },
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "FlowSchema",
+            "metadata": {"name": user},
+            "spec": {
+                "priorityLevelConfiguration": {"name": user},
+                "matchingPrecedence": 100,
+                "rules": [
+                    {
+                        "subjects": [{"kind": "User", "user": {"name": user}}],
+                        "resourceRules": [
+                            {
+                                "verbs": ["*"],
+                                "apiGroups": ["*"],
+                                "resources": ["*"],
+                                "clusterScope": True,
+                                "namespaces": ["*"],
+                            }
+                        ],
+                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                    }
+                ],
+            },
+        },
+    ]

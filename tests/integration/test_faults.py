@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 from crdinfo import CrdInfo
-from crs import crd_manifest, crd_state, create_many, snapshot, wait_until, writes_outside
+from crs import crd_manifest, crd_state, create_many, priority_level, snapshot, wait_until, writes_outside
 
 HOLD = "unfinalize.test/hold"
 OTHER = "other.test/keep"
@@ -113,53 +113,7 @@ def test_api_priority_and_fairness_429s_are_retried_to_the_end(
     that rejects what does not fit: most of its requests get 429."""
     crd = stuck_crd(1000)
     user = f"apf-{crd.group.split('.')[0]}"
-    objects = [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": user},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        },
-        {
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
-            "kind": "PriorityLevelConfiguration",
-            "metadata": {"name": user},
-            "spec": {
-                "type": "Limited",
-                "limited": {
-                    "nominalConcurrencyShares": 1,
-                    "lendablePercent": 0,
-                    "borrowingLimitPercent": 0,
-                    "limitResponse": {"type": "Reject"},
-                },
-            },
-        },
-        {
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
-            "kind": "FlowSchema",
-            "metadata": {"name": user},
-            "spec": {
-                "priorityLevelConfiguration": {"name": user},
-                "matchingPrecedence": 100,
-                "rules": [
-                    {
-                        "subjects": [{"kind": "User", "user": {"name": user}}],
-                        "resourceRules": [
-                            {
-                                "verbs": ["*"],
-                                "apiGroups": ["*"],
-                                "resources": ["*"],
-                                "clusterScope": True,
-                                "namespaces": ["*"],
-                            }
-                        ],
-                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                    }
-                ],
-            },
-        },
-    ]
+    objects = priority_level(user, shares=1)
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
     try:
         time.sleep(1)  # the APF configuration controller picks the new objects up

@@ -12,7 +12,7 @@ import time
 
 import pytest
 import yaml
-from crs import create_many, snapshot
+from crs import create_many, priority_level, snapshot
 
 SEATS = 3
 OBJECTS = 1500
@@ -22,56 +22,6 @@ HOLD = "unfinalize.test/hold"
 # Halving on every 429 (the pacing this replaced) took ~275, and client-go at 64 in flight
 # with its own retries ~250: a storm or a collapse needs several times what pacing costs.
 MAX_REFUSED = 120
-
-
-def level_objects(user: str, shares: int) -> list[dict]:
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": user},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        },
-        {
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
-            "kind": "PriorityLevelConfiguration",
-            "metadata": {"name": user},
-            "spec": {
-                "type": "Limited",
-                "limited": {
-                    "nominalConcurrencyShares": shares,
-                    "lendablePercent": 0,
-                    "borrowingLimitPercent": 0,
-                    "limitResponse": {"type": "Reject"},
-                },
-            },
-        },
-        {
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
-            "kind": "FlowSchema",
-            "metadata": {"name": user},
-            "spec": {
-                "priorityLevelConfiguration": {"name": user},
-                "matchingPrecedence": 100,
-                "rules": [
-                    {
-                        "subjects": [{"kind": "User", "user": {"name": user}}],
-                        "resourceRules": [
-                            {
-                                "verbs": ["*"],
-                                "apiGroups": ["*"],
-                                "resources": ["*"],
-                                "clusterScope": True,
-                                "namespaces": ["*"],
-                            }
-                        ],
-                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                    }
-                ],
-            },
-        },
-    ]
 
 
 def shares_for(kubectl, seats: int) -> int:
@@ -99,7 +49,7 @@ def seats_of(kubectl, level: str) -> int | None:
 @pytest.fixture
 def throttled_user(kubectl):
     user = f"seats-{time.monotonic_ns() % 10**8}"
-    objects = level_objects(user, shares_for(kubectl, SEATS))
+    objects = priority_level(user, shares_for(kubectl, SEATS))
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
     try:
         deadline = time.monotonic() + 30  # the APF configuration controller picks the level up

@@ -7,12 +7,12 @@ import base64
 import contextlib
 import json
 import socket
-import subprocess
 import sys
 import threading
 
 import pytest
 import yaml
+from test_connection import self_signed_ca
 
 from kubectl_unfinalize.errors import ConfigError, ExitStatus
 from kubectl_unfinalize.kube.config import ConnectionOptions, connect
@@ -242,11 +242,7 @@ def test_in_cluster_config_takes_the_environment(tmp_path, monkeypatch):
     secrets = tmp_path / "serviceaccount"
     secrets.mkdir()
     (secrets / "token").write_text("pod-token")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(secrets / "ca.key"), "-out", str(secrets / "ca.crt"), "-days", "1", "-subj", "/CN=ca"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    self_signed_ca(secrets / "ca.crt")
     monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
     monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
