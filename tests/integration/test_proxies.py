@@ -128,7 +128,10 @@ def hosts_file_name() -> str:
             for name in fields[1:]:
                 if name != "localhost" and not name.startswith("localhost."):
                     return name
-    pytest.skip("no name other than localhost has 127.0.0.1 in /etc/hosts")
+    pytest.skip(
+        "no name other than localhost has 127.0.0.1 in /etc/hosts"
+        " (add one, e.g. '127.0.0.1 kube.test', to run this case)"
+    )
 
 
 # --------------------------------------------------------------------------- the environment

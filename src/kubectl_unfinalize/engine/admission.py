@@ -110,6 +110,8 @@ class Admission:
 
     def blocking(self, ref: ObjectRef, operation: str) -> DeadWebhook | None:
         """The dead webhook that refuses this write, if one is known (no request)."""
+        if not self.dead:  # the common case, once per object on the listing thread: no lock
+            return None
         with self.lock:
             for webhook in self.dead.values():
                 if not webhook.removed and webhook.matches(ref.resource, operation):
