@@ -34,6 +34,11 @@ def unfinalize(
     recursive: bool = False,
     namespaces: Sequence[str] = (),
     namespace_selector: str | None = None,
+    categories: Sequence[str] = (),
+    resource: str | None = None,
+    names: Sequence[str] = (),
+    objects: Sequence[str] = (),
+    all_namespaces: bool = False,
     delete: bool = False,
     wait: bool = True,
     timeout: float | None = None,
@@ -65,6 +70,13 @@ def unfinalize(
     failure is an outcome in the returned Report, so a teardown can decide whether a
     partial result is acceptable (or call `raise_for_failure()`).
 
+    Objects of any type, as kubectl names them: ``unfinalize(resource="pvc", names=["data"],
+    namespace="db")``, ``unfinalize(objects=["configmap/a", "secret/b"])``, or by label with
+    ``unfinalize(resource="configmaps", selector="app=x", all_namespaces=True)`` (there
+    `selector` and `field_selector` choose the objects). Without `namespace` they are in the
+    kubeconfig's namespace. ``categories=["managed"]`` selects the CRDs listing that
+    category (as ``kubectl get managed``), alone or with `group` and `crd_selector`.
+
     remove_dead_webhooks=True deletes the admission webhook configurations whose backend
     is gone and that refused a write of this run (each one is an outcome); without it such
     a configuration is named, and the writes it refuses are not sent again.
@@ -79,6 +91,13 @@ def unfinalize(
         recursive=recursive,
         namespaces=(namespaces,) if isinstance(namespaces, str) else tuple(namespaces),
         namespace_selector=namespace_selector,
+        categories=(categories,) if isinstance(categories, str) else tuple(categories),
+        resource=resource,
+        names=(names,) if isinstance(names, str) else tuple(names),
+        objects=(objects,) if isinstance(objects, str) else tuple(objects),
+        selector=selector if resource else None,
+        field_selector=field_selector if resource else None,
+        all_namespaces=all_namespaces,
     )
     options = Options(
         delete=delete,
@@ -86,8 +105,8 @@ def unfinalize(
         timeout=timeout,
         dry_run=DryRun.parse(dry_run),
         namespace=namespace,
-        label_selector=selector,
-        field_selector=field_selector,
+        label_selector=None if resource else selector,
+        field_selector=None if resource else field_selector,
         only_terminating=only_terminating,
         finalizers=tuple(finalizers),
         concurrency=concurrency,

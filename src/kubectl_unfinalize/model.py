@@ -57,6 +57,7 @@ class CRD:
     resource: Resource
     singular: str = ""
     short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()  # spec.names.categories, lower case
 
 
 @dataclass(frozen=True)

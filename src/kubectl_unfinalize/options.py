@@ -42,8 +42,8 @@ class DryRun(str, Enum):
 
 @dataclass(frozen=True)
 class Selection:
-    """What the user named: CRDs by name, group or label, namespaces by name or label,
-    and manifests."""
+    """What the user named: CRDs by name, group, label or category, namespaces by name or
+    label, manifests, and objects of any type by name or label."""
 
     crds: tuple[str, ...] = ()
     group: str | None = None
@@ -52,14 +52,31 @@ class Selection:
     recursive: bool = False
     namespaces: tuple[str, ...] = ()
     namespace_selector: str | None = None
+    categories: tuple[str, ...] = ()  # CRDs whose spec.names.categories hold one of these (kubectl get CATEGORY)
+    # Any resource type (kubectl's TYPE NAME..., TYPE/NAME..., TYPE -l SELECTOR):
+    resource: str | None = None  # TYPE as kubectl spells it
+    names: tuple[str, ...] = ()  # NAMEs of `resource`
+    objects: tuple[str, ...] = ()  # TYPE/NAME words
+    selector: str | None = None  # with `resource` and no names: its objects with these labels
+    field_selector: str | None = None  # ... and these fields
+    all_namespaces: bool = False  # the selector lists every namespace, not the default one
 
     def __post_init__(self) -> None:
+        for name in ("names", "objects", "categories"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        categories = tuple(c.strip().lower() for item in self.categories for c in item.split(","))
+        if any(not c for c in categories):
+            raise InputError("empty category name")
+        object.__setattr__(self, "categories", categories)
         object.__setattr__(self, "crds", tuple(n.strip() for n in self.crds))
+        self._check_types()
         object.__setattr__(self, "files", tuple(self.files))
         if isinstance(self.namespaces, str):  # unfinalize(namespaces="x") means one namespace, not x's letters
             object.__setattr__(self, "namespaces", (self.namespaces,))
         object.__setattr__(self, "namespaces", tuple(n.strip() for n in self.namespaces))
-        selected = self.crds or self.group or self.crd_selector or self.files
+        selected = self.crds or self.group or self.crd_selector or self.files or self.categories
+        selected = selected or self.resource or self.objects
         if not (selected or self.namespaces or self.namespace_selector):
             raise InputError(
                 "nothing selected: name CRDs (crd NAME..., --group, -l), namespaces (ns NAME..., -l) or pass -f PATH"
@@ -70,6 +87,27 @@ class Selection:
             raise InputError("empty namespace name")
         if (self.crds and self.crd_selector) or (self.namespaces and self.namespace_selector):
             raise InputError("NAME and -l cannot be combined (kubectl has the same rule)")
+
+    def _check_types(self) -> None:
+        """The TYPE forms, with kubectl's rules where kubectl has one."""
+        if self.resource is not None and not self.resource.strip():
+            raise InputError("empty resource type")
+        if self.names and not self.resource:
+            raise InputError("NAME needs a resource type: TYPE NAME...")
+        if self.resource and self.objects:
+            raise InputError("TYPE/NAME needs no separate TYPE: use TYPE NAME... or TYPE/NAME... (kubectl's rule)")
+        if any(not n.strip() for n in self.names):
+            raise InputError("empty object name")
+        named = self.names or self.objects
+        listed = self.selector is not None or self.field_selector is not None
+        if self.resource and not (named or listed):
+            raise InputError(f"{self.resource} needs NAME..., -l SELECTOR or --field-selector")
+        if named and listed:
+            raise InputError("NAME and -l (or --field-selector) cannot be combined (kubectl has the same rule)")
+        if named and self.all_namespaces:
+            raise InputError("-A selects by label across namespaces; a NAME is looked up in one namespace (-n)")
+        if listed and not self.resource:
+            raise InputError("a selector for objects needs a resource type: TYPE -l SELECTOR")
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ TABLE = [
     ("empty-finalizer", lambda s, t, k: ["crd", s.crd.name, "--finalizer", ""], 2, "--finalizer needs a name"),
     ("name-and-selector", lambda s, t, k: ["crd", s.crd.name, "-l", "a=b"], 2, "cannot be combined"),
     ("f-and-crd", lambda s, t, k: ["crd", s.crd.name, "-f", str(t)], 2, "-f cannot be combined"),
-    ("unknown-command", lambda s, t, k: ["pods", "x"], 2, "unknown command 'pods'"),
+    ("unknown-type", lambda s, t, k: ["nosuchtypes", "x"], 2, "the server has no resource type 'nosuchtypes'"),
     ("url", lambda s, t, k: ["-f", "https://example.com/crds.yaml"], 2, "URLs are not supported"),
     ("binary-file", lambda s, t, k: ["-f", _file(t, "b.yaml", b"\x7fELF\x00\x01")], 2, "binary data"),
     ("latin1-file", lambda s, t, k: ["-f", _file(t, "l.yaml", "kind: caf\xe9\n".encode("latin-1"))], 2, "not UTF-8"),

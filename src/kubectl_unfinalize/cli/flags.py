@@ -15,6 +15,7 @@ from .connection_flags import add_bool_flag, add_connection_flags, duration
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
 NAMESPACE_WORDS = ("ns", "namespace", "namespaces")
+RESERVED_WORDS = ("scan",)  # commands: never read as a resource type
 
 DESCRIPTION = """\
 Free stuck custom resources: remove the finalizers of every custom resource of the
@@ -29,7 +30,13 @@ With ns NAME, free everything inside a namespace that keeps it Terminating: ever
 namespaced type that can be listed and patched (built-in, custom, aggregated) and the
 namespace's own metadata.finalizers; with --delete, delete the namespace first and wait
 until it is gone. Its spec.finalizers (the namespace controller's) are never touched;
-an unavailable APIService that blocks it is named."""
+an unavailable APIService that blocks it is named.
+
+With TYPE NAME..., TYPE/NAME... or TYPE -l SELECTOR, free single objects of any type the
+server serves (built-in, custom, aggregated), named as kubectl names types: plural,
+singular, kind, short name, plural.group, kind.group or plural.version.group. They live
+in the kubeconfig's namespace unless -n says otherwise; -A with -l lists every
+namespace (with NAMEs it is refused, as kubectl refuses it)."""
 
 EPILOG = """\
 examples:
@@ -39,6 +46,11 @@ examples:
   kubectl unfinalize -f manifests/crds/ --delete --timeout 60s
   kubectl unfinalize crd widgets --finalizer example.com/cleanup -n team-a
   kubectl unfinalize ns test-1234 --delete --timeout 60s
+  kubectl unfinalize crd --category managed --delete
+  kubectl unfinalize configmap stuck-config -n team-a
+  kubectl unfinalize pvc/data-0 pvc/data-1 -n db --finalizer kubernetes.io/pvc-protection
+  kubectl unfinalize applications.argoproj.io my-app -n argocd --delete
+  kubectl unfinalize secrets -l app=my-operator -A --dry-run=server
 
 admission webhooks left behind: when a finalizer patch is refused with "failed calling
 webhook" and the webhook's backend is gone (connection refused, a timeout, its Service
@@ -95,8 +107,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog,
-        usage=f"{prog} crd [NAME...] [--group GROUP] [-l SELECTOR] [options]\n"
+        usage=f"{prog} crd [NAME...] [--group GROUP] [--category NAME] [-l SELECTOR] [options]\n"
         f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
+        f"       {prog} TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR [-n NAMESPACE | -A] [options]\n"
         f"       {prog} -f PATH [-f PATH] [-R] [options]",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -105,20 +118,29 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     parser.add_argument(
         "words",
         nargs="*",
-        metavar="crd NAME | ns NAME",
+        metavar="crd NAME | ns NAME | TYPE NAME | TYPE/NAME",
         help="CRDs by name: the CRD name, "
         "or the resource as kubectl knows it (plural, singular, kind, short name, "
-        "plural.group, kind.group); or namespaces by name (ns, namespace, namespaces)",
+        "plural.group, kind.group); or namespaces by name (ns, namespace, namespaces); "
+        "or objects of any other type, TYPE spelled as kubectl spells it",
     )
     parser.add_argument("--version", action="store_true", help="print versions and exit")
 
     sel = parser.add_argument_group("selection")
     sel.add_argument("--group", help="every CRD of this API group")
     sel.add_argument(
+        "--category",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with crd, every CRD whose spec.names.categories lists NAME, as kubectl get NAME selects them "
+        "(e.g. crossplane's managed); repeatable or comma-separated, any of them matches",
+    )
+    sel.add_argument(
         "-l",
         "--selector",
         help="selects what the command names: with crd, CRDs by label; with ns, namespaces by label; "
-        "with -f, only custom resources with these labels",
+        "with TYPE, its objects by label; with -f, only custom resources with these labels",
     )
     sel.add_argument(
         "-f",
@@ -130,11 +152,21 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         "Namespace documents the namespace's contents, other documents select that object (repeatable)",
     )
     sel.add_argument("-R", "--recursive", action="store_true", help="read directories given with -f recursively")
-    sel.add_argument("-n", "--namespace", help="only custom resources in this namespace (default: all namespaces)")
     sel.add_argument(
-        "-A", "--all-namespaces", action="store_true", help="custom resources in all namespaces (the default)"
+        "-n",
+        "--namespace",
+        help="with crd, only custom resources in this namespace (default: all namespaces); "
+        "with TYPE, where its objects are (default: the kubeconfig's namespace)",
     )
-    sel.add_argument("--field-selector", help="only custom resources matching this field selector")
+    sel.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="with crd, custom resources in all namespaces (the default); with TYPE -l, objects in every namespace",
+    )
+    sel.add_argument(
+        "--field-selector", help="only custom resources (with TYPE, objects of that type) matching this field selector"
+    )
     sel.add_argument(
         "--only-terminating", action="store_true", help="only objects that already have a deletionTimestamp"
     )
@@ -240,21 +272,26 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
         return args
     if args.words:
         word = args.words[0].lower()
+        if args.category and word not in CRD_WORDS:
+            raise UsageError("--category applies to crd")
         if word not in CRD_WORDS + NAMESPACE_WORDS:
-            raise UsageError(f"unknown command {args.words[0]!r}: use 'crd NAME...', 'ns NAME...' or '-f PATH'")
-        if word in NAMESPACE_WORDS:
+            _check_type_form(args)
+        elif word in NAMESPACE_WORDS:
             if not (args.words[1:] or args.selector):
                 raise UsageError("ns needs NAME... or -l SELECTOR")
             if args.group:
                 raise UsageError("--group applies to crd, not to ns")
             if args.namespace or args.all_namespaces:
                 raise UsageError("ns NAME selects the namespaces; -n and -A do not apply")
-        elif not (args.words[1:] or args.group or args.selector):
-            raise UsageError("crd needs NAME..., --group or -l SELECTOR")
+        elif not (args.words[1:] or args.group or args.selector or args.category):
+            raise UsageError("crd needs NAME..., --group, --category or -l SELECTOR")
     elif not args.filename:
         raise UsageError(
-            "nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR', 'ns NAME...' or '-f PATH'"
+            "nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR', 'ns NAME...', "
+            "'TYPE NAME...' or '-f PATH'"
         )
+    if args.category and args.filename:
+        raise UsageError("--category applies to crd")
     if args.filename and (args.words or args.group):
         raise UsageError("-f cannot be combined with crd NAME, ns NAME or --group")
     if args.namespace and args.all_namespaces:
@@ -266,7 +303,41 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
     return args
 
 
+def _check_type_form(args: argparse.Namespace) -> None:
+    """TYPE NAME..., TYPE/NAME... and TYPE -l: kubectl's rules, checked before connecting."""
+    first = args.words[0]
+    if first.lower() in RESERVED_WORDS:
+        raise UsageError(f"{first!r} is a command, not a resource type")
+    if args.group:
+        raise UsageError("--group applies to crd, not to TYPE")
+    if "/" in first:
+        if any("/" not in w for w in args.words):
+            raise UsageError("use TYPE NAME... or TYPE/NAME..., not both in one command (kubectl's rule)")
+    elif not (args.words[1:] or args.selector or args.field_selector):
+        raise UsageError(f"{first} needs NAME..., -l SELECTOR or --field-selector")
+    named = "/" in first or args.words[1:]
+    if named and (args.selector or args.field_selector):
+        raise UsageError("NAME and -l (or --field-selector) cannot be combined (kubectl has the same rule)")
+    if named and args.all_namespaces:
+        raise UsageError("-A cannot be combined with NAME: a name is looked up in one namespace (use -n)")
+
+
+def _typed(args: argparse.Namespace) -> Selection:
+    first = args.words[0]
+    slashed = "/" in first
+    return Selection(
+        resource=None if slashed else first,
+        names=() if slashed else tuple(args.words[1:]),
+        objects=tuple(args.words) if slashed else (),
+        selector=args.selector,
+        field_selector=args.field_selector,
+        all_namespaces=args.all_namespaces,
+    )
+
+
 def to_selection(args: argparse.Namespace) -> Selection:
+    if args.words and args.words[0].lower() not in CRD_WORDS + NAMESPACE_WORDS:
+        return _typed(args)
     namespaces = bool(args.words) and args.words[0].lower() in NAMESPACE_WORDS
     names = tuple(args.words[1:])
     return Selection(
@@ -277,6 +348,7 @@ def to_selection(args: argparse.Namespace) -> Selection:
         recursive=args.recursive,
         namespaces=names if namespaces else (),
         namespace_selector=args.selector if namespaces else None,
+        categories=tuple(args.category),
     )
 
 

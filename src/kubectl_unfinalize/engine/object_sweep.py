@@ -40,14 +40,20 @@ def delete_first(freer: Freer, objects: list[ObjectState]) -> None:
 
 
 def free(freer: Freer, obj: ObjectState) -> bool:
-    """A single object from a manifest."""
-    if freer.options.delete and not obj.deleted:
+    """A single object from a manifest, or named by TYPE NAME. With --only-terminating
+    one not being deleted is left alone, as a CRD's instance is: neither deleted nor freed."""
+    options = freer.options
+    if options.delete and not obj.deleted and not options.only_terminating:
         return _delete(freer, obj)
     meta = freer.cluster.get_meta(obj.ref)
     if meta is None:
         return True if obj.deleted else freer.missing(obj.ref)
     if obj.uid and meta.uid != obj.uid:
         return True  # re-created: the wait reports it
+    if options.only_terminating and not meta.terminating:
+        return True
+    if options.delete and not obj.deleted:
+        return _delete(freer, obj)
     return freer.free_known(meta)
 
 

@@ -18,6 +18,7 @@ from ..kube.cluster import Cluster, ListQuery, crd_ref, namespace_ref
 from ..model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from ..options import Selection
 from .manifests import Document
+from .types import Discovery
 
 
 def resolve(cluster: Cluster, selection: Selection, documents: list[Document], namespace: str) -> Targets:
@@ -28,9 +29,11 @@ def resolve(cluster: Cluster, selection: Selection, documents: list[Document], n
         targets.crds = resolve_names(cluster, list(selection.crds))
         if selection.group:
             targets.crds = [c for c in targets.crds if c.resource.group == selection.group]
-    elif selection.group or selection.crd_selector:
+    elif selection.group or selection.crd_selector or selection.categories:
         crds = list_crds(cluster, selection.crd_selector)
         targets.crds = [c for c in crds if not selection.group or c.resource.group == selection.group]
+    if selection.categories:
+        targets.crds = [c for c in targets.crds if in_categories(c, selection.categories)]
     if selection.namespaces:
         targets.namespaces, targets.missing = existing_namespaces(cluster, selection.namespaces)
     elif selection.namespace_selector:
@@ -43,7 +46,16 @@ def resolve(cluster: Cluster, selection: Selection, documents: list[Document], n
         targets.objects = declared.objects
         targets.missing += declared.missing
         targets.namespaces += [n for n in declared.namespaces if n not in targets.namespaces]
+    if selection.resource or selection.objects:
+        from .named_objects import resolve_named_objects  # it builds on this module's readers
+
+        resolve_named_objects(cluster, selection, namespace, targets)
     return targets
+
+
+def in_categories(crd: CRD, categories: Iterable[str]) -> bool:
+    """kubectl get CATEGORY: every type that lists the category, whatever else it lists."""
+    return any(c in crd.categories for c in categories)
 
 
 def existing_namespaces(cluster: Cluster, names: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -92,6 +104,7 @@ def crd_from_object(obj: dict[str, Any]) -> CRD:
         resource=resource,
         singular=names.get("singular") or names.get("kind", "").lower(),
         short_names=tuple(names.get("shortNames") or ()),
+        categories=tuple(str(c).lower() for c in names.get("categories") or ()),
     )
 
 
@@ -120,13 +133,24 @@ def match_name(name: str, crds: Iterable[CRD]) -> list[CRD]:
     return list(unique.values())
 
 
+GET_AT_MOST = 3
+"""Up to this many CRDs named exactly are read one GET each; more, by one list of every
+CRD (page by page). A GET is a round trip carrying one CRD; the list is a round trip per
+500 CRDs but carries every CRD of the cluster, schemas included (hundreds of crossplane
+CRDs weigh tens of MB), so it pays only once a selection names more than a few: an
+operator's test teardown names 1-3, a chart's CRD folder or a provider's group hundreds.
+The same bound decides between per-group-version discovery and aggregated discovery."""
+
+
 def resolve_names(cluster: Cluster, names: list[str]) -> list[CRD]:
-    """A name with a dot may be the CRD's own name: one GET answers it. Anything else
-    needs the list of CRDs, fetched once for all such names."""
+    """A name with a dot may be the CRD's own name: one GET answers it, while there are
+    few. Anything else needs the list of CRDs, fetched once for all such names."""
     selected: dict[str, CRD] = {}
     listed: list[CRD] | None = None
+    if len({n.lower() for n in names if "." in n}) > GET_AT_MOST:
+        listed = list_crds(cluster)
     for name in names:
-        crd = get_crd(cluster, name.lower()) if "." in name else None
+        crd = get_crd(cluster, name.lower()) if "." in name and listed is None else None
         if crd is not None:
             selected.setdefault(crd.name, crd)
             continue
@@ -160,7 +184,9 @@ def resolve_documents(cluster: Cluster, documents: list[Document], namespace: st
     ]
     targets.namespaces, targets.missing = existing_namespaces(cluster, declared_namespaces)
     documents = [d for d in documents if not (d.body["kind"] == "Namespace" and d.body["apiVersion"] == "v1")]
-    resolver = _KindResolver(cluster)
+    resolver = _KindResolver(cluster, {d.body["apiVersion"] for d in documents if not _is_crd(d)})
+    crd_names = {d.body["metadata"]["name"] for d in documents if _is_crd(d)}
+    listed = {c.name: c for c in list_crds(cluster)} if len(crd_names) > GET_AT_MOST else None
     seen_crds: set[str] = set()
     seen_objects: set[ObjectRef] = set()
     for doc in documents:
@@ -171,7 +197,7 @@ def resolve_documents(cluster: Cluster, documents: list[Document], namespace: st
             if name in seen_crds:
                 continue
             seen_crds.add(name)
-            crd = get_crd(cluster, name)
+            crd = get_crd(cluster, name) if listed is None else listed.get(name)
             if crd is None:
                 targets.missing.append(f"{CRD_RESOURCE.display}/{name}")
             else:
@@ -189,15 +215,26 @@ def resolve_documents(cluster: Cluster, documents: list[Document], namespace: st
     return targets
 
 
+def _is_crd(doc: Document) -> bool:
+    body = doc.body
+    return bool(body["kind"] == "CustomResourceDefinition" and body["apiVersion"].startswith(CRD_RESOURCE_GROUP + "/"))
+
+
 class _KindResolver:
     """apiVersion + kind -> Resource through discovery (served CRDs are listed there
-    too, terminating ones included), one request per group version."""
+    too, terminating ones included): one request per group version for a few of them,
+    aggregated discovery (two requests) for more."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, api_versions: set[str]) -> None:
         self.cluster = cluster
         self.cache: dict[str, list[dict[str, Any]] | None] = {}
+        self.kinds: dict[tuple[str, str], Resource] | None = None
+        if len(api_versions) > GET_AT_MOST:
+            self.kinds = Discovery.from_groups(cluster.api_discovery()).kinds()
 
     def resolve(self, api_version: str, kind: str) -> Resource | None:
+        if self.kinds is not None:
+            return self.kinds.get((api_version, kind))
         group, _, version = api_version.rpartition("/")
         if api_version not in self.cache:
             self.cache[api_version] = self.cluster.discover(api_version)

@@ -1,0 +1,36 @@
+"""Single objects (TYPE NAME, TYPE -l, -f documents) in the engine: --only-terminating
+holds for them as it does for a CRD's instances."""
+
+from __future__ import annotations
+
+from fakecluster import CONFIGMAPS, FakeCluster
+
+from kubectl_unfinalize.deadline import Deadline
+from kubectl_unfinalize.engine.loop import Engine
+from kubectl_unfinalize.model import Targets
+from kubectl_unfinalize.options import Options
+
+
+def run(cluster, refs, **options):
+    opts = Options(settle=0, poll=0.01, **options)
+    return Engine(cluster, opts, Deadline(opts.deadline_seconds)).run(Targets(objects=refs))
+
+
+def test_only_terminating_leaves_a_live_named_object_alone():
+    cluster = FakeCluster()
+    live = cluster.add("live", ["example.com/hold"], resource=CONFIGMAPS)
+    going = cluster.add("going", ["example.com/hold"], resource=CONFIGMAPS)
+    cluster.objects[going].terminating = True
+    report = run(cluster, [live, going], only_terminating=True)
+    assert sorted((o.name, o.action.value) for o in report.outcomes) == [("going", "unfinalized")]
+    assert cluster.objects[live].finalizers == ["example.com/hold"]
+    assert ("patch", "live") not in cluster.calls
+
+
+def test_only_terminating_with_delete_does_not_delete_a_live_named_object():
+    cluster = FakeCluster()
+    live = cluster.add("live", ["example.com/hold"], resource=CONFIGMAPS)
+    report = run(cluster, [live], only_terminating=True, delete=True, timeout=5)
+    assert report.ok and not report.outcomes
+    assert ("delete", "live") not in cluster.calls
+    assert not cluster.objects[live].terminating
