@@ -21,6 +21,8 @@ from kubectl_unfinalize.errors import Unreachable
 NO_FILE, FILES = 4, 0
 SRC = Path(__file__).resolve().parents[2] / "src"
 CRDS = ["gadgets.example.com", "widgets.example.com", "daskclusters.kubernetes.dask.org"]
+TYPES = ["configmaps", "persistentvolumeclaims", "applications.argoproj.io", "namespaces"]
+OBJECTS = {"pvc": ["data", "logs"], "configmaps": ["kube-root-ca.crt", "settings"]}
 
 
 class FakeCluster:
@@ -35,7 +37,11 @@ class FakeCluster:
         self.calls.append((kind, dict(values)))
         if self.error:
             raise self.error
-        return {"crds": self.names, "namespaces": ["default", "team-a"], "contexts": ["dev", "prod"]}[kind]
+        if kind.startswith("objects:"):
+            return OBJECTS[kind.removeprefix("objects:")]
+        return {"crds": self.names, "namespaces": ["default", "team-a"], "contexts": ["dev", "prod"], "types": TYPES}[
+            kind
+        ]
 
 
 def complete(*args, cluster=None):
@@ -44,12 +50,33 @@ def complete(*args, cluster=None):
     return [line.split("\t")[0] for line in lines], directive
 
 
-def test_first_word_is_the_crd_or_ns_subcommand():
-    assert complete("") == (["crd", "ns"], NO_FILE)
-    assert complete("c") == (["crd", "crds", "customresourcedefinition", "customresourcedefinitions"], NO_FILE)
+def test_first_word_is_the_crd_or_ns_subcommand_or_a_type_from_discovery():
+    assert complete("") == (
+        ["crd", "ns", "applications.argoproj.io", "configmaps", "namespaces", "persistentvolumeclaims"],
+        NO_FILE,
+    )
+    crd_words = ["crd", "crds", "customresourcedefinition", "customresourcedefinitions"]
+    assert complete("c") == ([*crd_words, "configmaps"], NO_FILE)
     assert complete("n") == (["ns", "namespace", "namespaces"], NO_FILE)
     assert complete("customresourcedefinitions", "-f", "x", "") == ([], NO_FILE)
-    assert complete("pods", "") == ([], NO_FILE)
+    assert complete("pods", "") == ([], NO_FILE)  # no such type: nothing, quietly
+
+
+def test_names_of_a_type_come_from_the_cluster_in_the_namespace_given():
+    cluster = FakeCluster()
+    assert complete("pvc", "", cluster=cluster) == (["data", "logs"], NO_FILE)
+    assert complete("pvc", "data", "", cluster=cluster) == (["logs"], NO_FILE)
+    assert complete("-n", "db", "configmaps", "s", cluster=cluster) == (["settings"], NO_FILE)
+    assert cluster.calls[-1] == ("objects:configmaps", {"namespace": "db"})
+    assert [kind for kind, _ in cluster.calls] == ["objects:pvc", "objects:pvc", "objects:configmaps"]
+
+
+def test_type_slash_name_words_complete_after_the_slash():
+    assert complete("pvc/", cluster=FakeCluster()) == (["pvc/data", "pvc/logs"], NO_FILE)
+    assert complete("pvc/data", "pvc/l") == (["pvc/logs"], NO_FILE)
+    assert complete("pvc/data", "pvc/") == (["pvc/logs"], NO_FILE)
+    assert complete("pvc/data", "") == ([], NO_FILE)
+    assert complete("pvc", "pvc/") == ([], NO_FILE)
 
 
 def test_namespace_names_come_from_the_cluster_after_ns():
@@ -220,3 +247,76 @@ def test_one_metadata_only_list_request_per_completion(tmp_path):
 def test_contexts_come_from_the_kubeconfig(tmp_path):
     kubeconfig = _kubeconfig(tmp_path / "config", "https://127.0.0.1:1")
     assert completion.list_names("contexts", {"kubeconfig": kubeconfig}) == ["ctx"]
+
+
+def _aggregated(items):
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": items}
+
+
+CORE = {
+    "metadata": {},
+    "versions": [
+        {
+            "version": "v1",
+            "resources": [
+                {
+                    "resource": "configmaps",
+                    "responseKind": {"kind": "ConfigMap"},
+                    "scope": "Namespaced",
+                    "shortNames": ["cm"],
+                },
+                {"resource": "namespaces", "responseKind": {"kind": "Namespace"}, "scope": "Cluster"},
+            ],
+        }
+    ],
+}
+ARGO = {
+    "metadata": {"name": "argoproj.io"},
+    "versions": [
+        {"version": "v1alpha1", "resources": [{"resource": "applications", "responseKind": {"kind": "Application"}}]}
+    ],
+}
+
+
+class _DiscoveringServer(http.server.BaseHTTPRequestHandler):
+    requests: list = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        type(self).requests.append((self.path, self.headers.get("Accept")))
+        answers = {
+            "/api": _aggregated([CORE]),
+            "/apis": _aggregated([ARGO]),
+        }
+        path = self.path.partition("?")[0]
+        if path == "/api/v1/namespaces/db/configmaps":
+            answers[path] = {"items": [{"metadata": {"name": "settings", "namespace": "db"}}], "metadata": {}}
+        body = json.dumps(answers.get(path, {})).encode()
+        self.send_response(200 if path in answers else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_types_and_names_of_a_type_read_discovery_and_one_metadata_only_page(tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DiscoveringServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = _kubeconfig(tmp_path / "config", f"http://127.0.0.1:{server.server_address[1]}")
+        _DiscoveringServer.requests.clear()
+        types = completion.list_names("types", {"kubeconfig": kubeconfig})
+        names = completion.list_names("objects:cm", {"kubeconfig": kubeconfig, "namespace": "db"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert types == ["applications.argoproj.io", "configmaps", "namespaces"]
+    assert names == ["settings"]
+    paths = [path for path, _ in _DiscoveringServer.requests]
+    assert paths[:4] == ["/api", "/apis", "/api", "/apis"]
+    listed, accept = _DiscoveringServer.requests[4]
+    assert listed.startswith("/api/v1/namespaces/db/configmaps?") and "limit=500" in listed
+    assert accept.startswith("application/json;as=PartialObjectMetadataList")
+    assert len(paths) == 5

@@ -9,7 +9,8 @@ complete file names.
 
 Flags and their values come from flags.build_parser, so completion never drifts from the
 parser. CRD and namespace names come from the cluster with one metadata-only list request
-and a short timeout; any failure (no kubeconfig, unreachable server, forbidden) gives no
+and a short timeout; resource types from aggregated discovery, as `kubectl api-resources -o
+name` spells them, and the NAMEs of a TYPE from discovery and one metadata-only list page; any failure (no kubeconfig, unreachable server, forbidden) gives no
 candidates and no output other than the directive line, and the exit code is always 0.
 """
 
@@ -19,6 +20,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from ..options import ConnectionOptions
 from .connection_flags import parse_bool, to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser
 
@@ -31,8 +33,11 @@ FILE_OPTIONS = {"filename", "kubeconfig", "certificate_authority", "client_certi
 # Options whose value the cluster (or kubeconfig) can list.
 LISTED_OPTIONS = {"namespace": "namespaces", "context": "contexts"}
 BOOL_VALUES = ("true", "false")
+TYPES, OBJECTS = "types", "objects:"
+NAMES_LISTED = 500  # one page of a TYPE's names: enough to type the rest from
 Lister = Callable[[str, dict[str, object]], list[str]]
-"""lister(kind, connection_values) -> names; kind is "crds", "namespaces" or "contexts"."""
+"""lister(kind, connection_values) -> names; kind is "crds", "namespaces", "contexts",
+"types", or "objects:TYPE" (the names of TYPE's objects in the namespace)."""
 
 
 def complete(words: Sequence[str], to_complete: str, lister: Lister | None = None) -> tuple[list[str], int]:
@@ -59,13 +64,24 @@ def complete(words: Sequence[str], to_complete: str, lister: Lister | None = Non
         return _flags(parser, to_complete, state), DIRECTIVE_NO_FILE
     if state.values.get("filename"):
         return [], DIRECTIVE_NO_FILE  # -f selects everything; no positional words expected
+    if all("/" in p for p in state.positionals) and "/" in to_complete:
+        kind, _, name = to_complete.partition("/")  # TYPE/NAME, kubectl's other form
+        taken = set(state.positionals)
+        names = _safe_list(lister, OBJECTS + kind, state.values)
+        return [f"{kind}/{n}" for n in names if n.startswith(name) and f"{kind}/{n}" not in taken], DIRECTIVE_NO_FILE
     if not state.positionals:
-        if not to_complete:
-            return ["crd", "ns"], DIRECTIVE_NO_FILE
-        return [w for w in CRD_WORDS + NAMESPACE_WORDS if w.startswith(to_complete)], DIRECTIVE_NO_FILE
+        words = (
+            ["crd", "ns"] if not to_complete else [w for w in CRD_WORDS + NAMESPACE_WORDS if w.startswith(to_complete)]
+        )
+        types = [t for t in _safe_list(lister, TYPES, state.values) if t.startswith(to_complete.lower())]
+        return words + [t for t in types if t not in words], DIRECTIVE_NO_FILE
     word = state.positionals[0].lower()
+    if "/" in word:
+        return [], DIRECTIVE_NO_FILE  # TYPE/NAME words take no bare NAME after them
     if word not in CRD_WORDS + NAMESPACE_WORDS:
-        return [], DIRECTIVE_NO_FILE
+        taken = set(state.positionals[1:])
+        names = _safe_list(lister, OBJECTS + state.positionals[0], state.values)
+        return [n for n in names if n.startswith(to_complete) and n not in taken], DIRECTIVE_NO_FILE
     taken = set(state.positionals[1:])
     names = _safe_list(lister, "crds" if word in CRD_WORDS else "namespaces", state.values)
     return [n for n in names if n.startswith(to_complete) and n not in taken], DIRECTIVE_NO_FILE
@@ -190,7 +206,8 @@ def _safe_list(lister: Lister, kind: str, values: dict[str, object]) -> list[str
 
 
 def list_names(kind: str, values: dict[str, object]) -> list[str]:
-    """Names of CRDs, namespaces (one quick metadata-only list) or kubeconfig contexts."""
+    """Names of CRDs, namespaces (one quick metadata-only list), kubeconfig contexts,
+    resource types, or a type's objects."""
     if kind == "contexts":
         return _contexts(values)
     import warnings
@@ -200,10 +217,32 @@ def list_names(kind: str, values: dict[str, object]) -> list[str]:
     from ..kube.config import connect
 
     options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, verbosity=0)
+    if kind == TYPES or kind.startswith(OBJECTS):
+        return _typed_names(kind, values, options)
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
     with connect(options) as transport:
         body = transport.request("GET", path, accept=METADATA_LIST, idempotent=True)
     return [item["metadata"]["name"] for item in (body or {}).get("items") or []]
+
+
+def _typed_names(kind: str, values: dict[str, object], options: ConnectionOptions) -> list[str]:
+    """Resource types (aggregated discovery: two requests), or the names of one type's
+    objects in the namespace (-n, else the kubeconfig's): discovery and one list page."""
+    from ..deadline import Deadline
+    from ..kube.cluster import HttpCluster, ListQuery
+    from ..kube.config import connect
+    from ..resolve.types import Discovery, resolve_type
+
+    with connect(options) as transport:
+        cluster = HttpCluster(transport, Deadline(None))
+        discovery = Discovery.from_groups(cluster.api_discovery())
+        if kind == TYPES:
+            return discovery.words()
+        resource = resolve_type(kind.removeprefix(OBJECTS), discovery)
+        namespace = str(values.get("namespace") or transport.namespace)
+        query = ListQuery(namespace=namespace if resource.namespaced else None, limit=NAMES_LISTED)
+        first = next(iter(cluster.list_meta(resource, query)), [])
+        return [meta.ref.name for meta in first]
 
 
 def _contexts(values: dict[str, object]) -> list[str]:
