@@ -9,9 +9,10 @@ complete file names.
 
 Flags and their values come from flags.build_parser, so completion never drifts from the
 parser. CRD and namespace names come from the cluster with one metadata-only list request
-and a short timeout; resource types from aggregated discovery, as `kubectl api-resources -o
-name` spells them, and the NAMEs of a TYPE from discovery and one metadata-only list page; any failure (no kubeconfig, unreachable server, forbidden) gives no
-candidates and no output other than the directive line, and the exit code is always 0.
+and a short timeout; resource types from aggregated discovery, as `kubectl api-resources
+-o name` spells them, and the NAMEs of a TYPE from discovery and one metadata-only list
+page. Any failure (no kubeconfig, unreachable server, forbidden) gives no candidates and
+no output other than the directive line, and the exit code is always 0.
 """
 
 from __future__ import annotations
