@@ -12,10 +12,10 @@ from typing import NoReturn
 
 from ..options import Options, Selection
 from .connection_flags import add_bool_flag, add_connection_flags, duration
+from .type_words import type_form_error, type_selection
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
 NAMESPACE_WORDS = ("ns", "namespace", "namespaces")
-RESERVED_WORDS = ("scan",)  # commands: never read as a resource type
 
 DESCRIPTION = """\
 Free stuck custom resources: remove the finalizers of every custom resource of the
@@ -275,7 +275,8 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
         if args.category and word not in CRD_WORDS:
             raise UsageError("--category applies to crd")
         if word not in CRD_WORDS + NAMESPACE_WORDS:
-            _check_type_form(args)
+            if problem := type_form_error(args):
+                raise UsageError(problem)
         elif word in NAMESPACE_WORDS:
             if not (args.words[1:] or args.selector):
                 raise UsageError("ns needs NAME... or -l SELECTOR")
@@ -303,41 +304,9 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
     return args
 
 
-def _check_type_form(args: argparse.Namespace) -> None:
-    """TYPE NAME..., TYPE/NAME... and TYPE -l: kubectl's rules, checked before connecting."""
-    first = args.words[0]
-    if first.lower() in RESERVED_WORDS:
-        raise UsageError(f"{first!r} is a command, not a resource type")
-    if args.group:
-        raise UsageError("--group applies to crd, not to TYPE")
-    if "/" in first:
-        if any("/" not in w for w in args.words):
-            raise UsageError("use TYPE NAME... or TYPE/NAME..., not both in one command (kubectl's rule)")
-    elif not (args.words[1:] or args.selector or args.field_selector):
-        raise UsageError(f"{first} needs NAME..., -l SELECTOR or --field-selector")
-    named = "/" in first or args.words[1:]
-    if named and (args.selector or args.field_selector):
-        raise UsageError("NAME and -l (or --field-selector) cannot be combined (kubectl has the same rule)")
-    if named and args.all_namespaces:
-        raise UsageError("-A cannot be combined with NAME: a name is looked up in one namespace (use -n)")
-
-
-def _typed(args: argparse.Namespace) -> Selection:
-    first = args.words[0]
-    slashed = "/" in first
-    return Selection(
-        resource=None if slashed else first,
-        names=() if slashed else tuple(args.words[1:]),
-        objects=tuple(args.words) if slashed else (),
-        selector=args.selector,
-        field_selector=args.field_selector,
-        all_namespaces=args.all_namespaces,
-    )
-
-
 def to_selection(args: argparse.Namespace) -> Selection:
     if args.words and args.words[0].lower() not in CRD_WORDS + NAMESPACE_WORDS:
-        return _typed(args)
+        return type_selection(args)
     namespaces = bool(args.words) and args.words[0].lower() in NAMESPACE_WORDS
     names = tuple(args.words[1:])
     return Selection(
