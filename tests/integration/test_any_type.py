@@ -219,3 +219,22 @@ def test_an_ambiguous_type_lists_the_candidates(api_client, make_crd, namespace,
     assert first.name in err and second.name in err
     assert not _touched(audit)
     assert cli("gizmos." + first.group, "g", "-n", namespace).returncode == 0
+
+
+def test_the_python_api_takes_a_type_with_names_or_a_selector(api_client, namespace, kubeconfig):
+    from kubectl_unfinalize import unfinalize
+
+    core = CoreV1Api(api_client)
+    _configmap(core, namespace, "a")
+    _configmap(core, namespace, "b", labels={"app": "api"})
+    _configmap(core, namespace, "c")
+    report = unfinalize(resource="configmaps", names=["a"], namespace=namespace, kubeconfig=kubeconfig)
+    assert [(o.name, o.action.value) for o in report.outcomes] == [("a", "unfinalized")]
+    report = unfinalize(
+        resource="cm", selector="app=api", namespace=namespace, delete=True, timeout=30, kubeconfig=kubeconfig
+    )
+    report.raise_for_failure()
+    assert _read(lambda: core.read_namespaced_config_map("b", namespace)) is None
+    unfinalize(objects=["configmap/c"], namespace=namespace, kubeconfig=kubeconfig).raise_for_failure()
+    assert core.read_namespaced_config_map("a", namespace).metadata.finalizers is None
+    assert core.read_namespaced_config_map("c", namespace).metadata.finalizers is None
