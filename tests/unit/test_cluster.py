@@ -141,3 +141,29 @@ def test_api_discovery_falls_back_to_each_group_version_and_marks_a_503_stale():
         "versions": [{"version": "v1beta1", "freshness": "Stale", "resources": []}],
     }
     assert [path for _, path, _, _ in t.requests] == ["/api", "/api/v1", "/apis", "/apis/metrics.k8s.io/v1beta1"]
+
+
+def test_legacy_discovery_keeps_the_names_kubectl_matches_types_by():
+    t = ScriptedTransport(
+        {"kind": "APIVersions", "versions": ["v1"]},
+        {
+            "resources": [
+                {
+                    "name": "persistentvolumeclaims",
+                    "singularName": "persistentvolumeclaim",
+                    "namespaced": True,
+                    "kind": "PersistentVolumeClaim",
+                    "shortNames": ["pvc"],
+                    "categories": ["all"],
+                }
+            ]
+        },
+        {"kind": "APIGroupList", "groups": []},
+    )
+    (core,) = HttpCluster(t, Deadline(None)).api_discovery()
+    entry = core["versions"][0]["resources"][0]
+    assert (entry["singularResource"], entry["shortNames"], entry["categories"]) == (
+        "persistentvolumeclaim",
+        ["pvc"],
+        ["all"],
+    )

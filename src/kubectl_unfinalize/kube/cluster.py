@@ -209,6 +209,7 @@ class HttpCluster:
                 "scope": "Namespaced" if r.get("namespaced") else "Cluster",
                 "responseKind": {"group": group, "version": version, "kind": r.get("kind", "")},
                 "verbs": list(r.get("verbs") or []),
+                **_names(r),
             }
             for r in resources or []
             if "/" not in r.get("name", "")
@@ -313,6 +314,12 @@ class HttpCluster:
         except ApiError:
             return ""
         return str(((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "")
+
+
+def _names(legacy: dict[str, Any]) -> dict[str, Any]:
+    """A legacy APIResource's other names, as aggregated discovery spells them (only those it has)."""
+    keys = {"singularResource": "singularName", "shortNames": "shortNames", "categories": "categories"}
+    return {key: legacy[old] for key, old in keys.items() if legacy.get(old)}
 
 
 def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[bool], object]) -> BulkPatch:
