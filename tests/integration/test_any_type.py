@@ -238,3 +238,15 @@ def test_the_python_api_takes_a_type_with_names_or_a_selector(api_client, namesp
     unfinalize(objects=["configmap/c"], namespace=namespace, kubeconfig=kubeconfig).raise_for_failure()
     assert core.read_namespaced_config_map("a", namespace).metadata.finalizers is None
     assert core.read_namespaced_config_map("c", namespace).metadata.finalizers is None
+
+
+def test_a_type_meaning_crds_keeps_the_meaning_of_crd_name(api_client, make_crd, namespace, cli, audit):
+    """customresourcedefinition/NAME frees the CRD's instances, as `crd NAME` does; the
+    CRD object itself is not unfinalized (its cleanup finalizer is never touched)."""
+    crd = make_crd(kind="Kept")
+    create(api_client, crd, "x", namespace, finalizers=[HOLD])
+    audit.mark()
+    result = cli("customresourcedefinitions.apiextensions.k8s.io/" + crd.name)
+    assert result.returncode == 0, result.stderr
+    assert f"kept.{crd.group}/x unfinalized (namespace {namespace}; removed {HOLD})" in result.stdout
+    assert _touched(audit) == {("kepts", namespace, "x")}
