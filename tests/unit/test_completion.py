@@ -39,9 +39,13 @@ class FakeCluster:
             raise self.error
         if kind.startswith("objects:"):
             return OBJECTS[kind.removeprefix("objects:")]
-        return {"crds": self.names, "namespaces": ["default", "team-a"], "contexts": ["dev", "prod"], "types": TYPES}[
-            kind
-        ]
+        return {
+            "crds": self.names,
+            "namespaces": ["default", "team-a"],
+            "contexts": ["dev", "prod"],
+            "types": TYPES,
+            "categories": ["all", "managed"],
+        }[kind]
 
 
 def complete(*args, cluster=None):
@@ -136,6 +140,7 @@ def test_flags_given_once_are_not_offered_again_but_repeatable_ones_are():
         (("crd", "x", "-n", ""), ["default", "team-a"]),
         (("crd", "x", "--context", "p"), ["prod"]),
         (("crd", "x", "--group", ""), []),
+        (("crd", "--category", "m"), ["managed"]),
         (("crd", "x", "--timeout", ""), []),
     ],
 )
@@ -266,6 +271,7 @@ CORE = {
                     "shortNames": ["cm"],
                 },
                 {"resource": "namespaces", "responseKind": {"kind": "Namespace"}, "scope": "Cluster"},
+                {"resource": "pods", "responseKind": {"kind": "Pod"}, "scope": "Namespaced", "categories": ["all"]},
             ],
         }
     ],
@@ -309,14 +315,16 @@ def test_types_and_names_of_a_type_read_discovery_and_one_metadata_only_page(tmp
         _DiscoveringServer.requests.clear()
         types = completion.list_names("types", {"kubeconfig": kubeconfig})
         names = completion.list_names("objects:cm", {"kubeconfig": kubeconfig, "namespace": "db"})
+        categories = completion.list_names("categories", {"kubeconfig": kubeconfig})
     finally:
         server.shutdown()
         server.server_close()
-    assert types == ["applications.argoproj.io", "configmaps", "namespaces"]
+    assert types == ["applications.argoproj.io", "configmaps", "namespaces", "pods"]
+    assert categories == ["all"]
     assert names == ["settings"]
     paths = [path for path, _ in _DiscoveringServer.requests]
     assert paths[:4] == ["/api", "/apis", "/api", "/apis"]
     listed, accept = _DiscoveringServer.requests[4]
     assert listed.startswith("/api/v1/namespaces/db/configmaps?") and "limit=500" in listed
     assert accept.startswith("application/json;as=PartialObjectMetadataList")
-    assert len(paths) == 5
+    assert len(paths) == 7

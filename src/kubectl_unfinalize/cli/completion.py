@@ -32,13 +32,13 @@ CLUSTER_TIMEOUT = 2.0
 # Options whose value is a path: let the shell complete file names.
 FILE_OPTIONS = {"filename", "kubeconfig", "certificate_authority", "client_certificate", "client_key"}
 # Options whose value the cluster (or kubeconfig) can list.
-LISTED_OPTIONS = {"namespace": "namespaces", "context": "contexts"}
+LISTED_OPTIONS = {"namespace": "namespaces", "context": "contexts", "category": "categories"}
 BOOL_VALUES = ("true", "false")
-TYPES, OBJECTS = "types", "objects:"
+TYPES, CATEGORIES, OBJECTS = "types", "categories", "objects:"
 NAMES_LISTED = 500  # one page of a TYPE's names: enough to type the rest from
 Lister = Callable[[str, dict[str, object]], list[str]]
 """lister(kind, connection_values) -> names; kind is "crds", "namespaces", "contexts",
-"types", or "objects:TYPE" (the names of TYPE's objects in the namespace)."""
+"types", "categories", or "objects:TYPE" (the names of TYPE's objects in the namespace)."""
 
 
 def complete(words: Sequence[str], to_complete: str, lister: Lister | None = None) -> tuple[list[str], int]:
@@ -218,7 +218,7 @@ def list_names(kind: str, values: dict[str, object]) -> list[str]:
     from ..kube.config import connect
 
     options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, verbosity=0)
-    if kind == TYPES or kind.startswith(OBJECTS):
+    if kind in (TYPES, CATEGORIES) or kind.startswith(OBJECTS):
         return _typed_names(kind, values, options)
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
     with connect(options) as transport:
@@ -227,8 +227,9 @@ def list_names(kind: str, values: dict[str, object]) -> list[str]:
 
 
 def _typed_names(kind: str, values: dict[str, object], options: ConnectionOptions) -> list[str]:
-    """Resource types (aggregated discovery: two requests), or the names of one type's
-    objects in the namespace (-n, else the kubeconfig's): discovery and one list page."""
+    """Resource types or their categories (aggregated discovery: two requests), or the
+    names of one type's objects in the namespace (-n, else the kubeconfig's): discovery
+    and one list page."""
     from ..deadline import Deadline
     from ..kube.cluster import HttpCluster, ListQuery
     from ..kube.config import connect
@@ -239,6 +240,8 @@ def _typed_names(kind: str, values: dict[str, object], options: ConnectionOption
         discovery = Discovery.from_groups(cluster.api_discovery())
         if kind == TYPES:
             return discovery.words()
+        if kind == CATEGORIES:
+            return sorted({c for t in discovery.types for c in t.categories})
         resource = resolve_type(kind.removeprefix(OBJECTS), discovery)
         namespace = str(values.get("namespace") or transport.namespace)
         query = ListQuery(namespace=namespace if resource.namespaced else None, limit=NAMES_LISTED)
