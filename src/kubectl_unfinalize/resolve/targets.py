@@ -2,9 +2,10 @@
 
 Names are matched the way kubectl matches resource names, but only against CRDs: the
 full CRD name, plural, singular, kind or short name, each optionally followed by
-`.group`. A full CRD name is read by GET; only other spellings list the CRDs, page by
-page, keeping just their names. Ambiguity and no match are input errors that list the
-candidates.
+`.group`. A few full CRD names are read by GET; more of them, and other spellings, list
+the CRDs once, page by page, keeping just their names (GET_AT_MOST says why). Ambiguity
+and no match are input errors that list the candidates. `crd --category` selects from
+that list too. Other resource types are named_objects.py's.
 """
 
 from __future__ import annotations
