@@ -74,7 +74,8 @@ def unfinalize(
     namespace="db")``, ``unfinalize(objects=["configmap/a", "secret/b"])``, or by label with
     ``unfinalize(resource="configmaps", selector="app=x", all_namespaces=True)`` (there
     `selector` and `field_selector` choose the objects). Without `namespace` they are in the
-    kubeconfig's namespace. ``categories=["managed"]`` selects the CRDs listing that
+    kubeconfig's namespace; `all_namespaces` widens a selector to every namespace (with
+    names it is refused: a name is looked up in one namespace). ``categories=["managed"]`` selects the CRDs listing that
     category (as ``kubectl get managed``), alone or with `group` and `crd_selector`.
 
     remove_dead_webhooks=True deletes the admission webhook configurations whose backend
