@@ -161,7 +161,9 @@ def test_a_selector_with_delete_across_namespaces(api_client, namespace, kubectl
         kubectl("delete", "namespace", other, "--wait=false")
 
 
-def test_a_selector_stays_in_one_namespace_without_a(api_client, namespace, kubectl, cli):
+def test_a_selector_stays_in_one_namespace_without_a_and_dry_runs_change_nothing(
+    api_client, namespace, kubectl, cli, audit
+):
     core = CoreV1Api(api_client)
     other = namespace + "-c"
     kubectl("create", "namespace", other)
@@ -169,9 +171,15 @@ def test_a_selector_stays_in_one_namespace_without_a(api_client, namespace, kube
     try:
         for ns in (namespace, other):
             _configmap(core, ns, "held", labels={"app": label})
+        audit.mark()
+        client = cli("cm", "-l", f"app={label}", "-n", namespace, "--delete", "--dry-run=client", "-o", "name")
+        assert client.returncode == 0, client.stderr
+        assert not _touched(audit)
         result = cli("cm", "-l", f"app={label}", "-n", namespace, "--dry-run=server", "-o", "name")
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == ["configmap/held"]
+        assert all("dryRun=All" in e["requestURI"] for e in audit.writes() if e["verb"] == "patch")
+        assert core.read_namespaced_config_map("held", namespace).metadata.finalizers == [HOLD]
         result = cli("cm", "-l", f"app={label}", "-n", namespace)
         assert result.returncode == 0, result.stderr
         assert core.read_namespaced_config_map("held", namespace).metadata.finalizers is None
