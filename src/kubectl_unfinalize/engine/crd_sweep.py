@@ -7,21 +7,23 @@ Terminating over objects the run could not free."""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.cluster import ListQuery, crd_ref
 from ..model import CRD, Action, ObjectMeta
+from ..net.bulk import BulkPatch
 from ..options import DryRun
 from . import conversion, diagnose
 from .freeing import Freer
-from .workers import Mapper, ReadAhead
+from .workers import ReadAhead
 
 
-@dataclass
+@dataclass(eq=False)
 class CrdState:
     crd: CRD
     uid: str | None = None  # set once this run deleted it
@@ -30,14 +32,51 @@ class CrdState:
     counting: int = 0  # the same, for the pass under way
     listed: bool = True  # False when the last pass could not list its instances
     reconfigured: bool = False  # its dead conversion webhook was switched off by this run
+    relist_at: float = 0.0  # deleted and still there: when its instances are listed again (crd_pass.due)
+    relist_every: float = 0.0
+    # This pass: instance jobs not finished, whether its list has ended, and what to call
+    # (once) when both are true: the CRD is then deleted at once, not after the whole pass.
+    open: int = 0
+    list_ended: bool = False
+    on_settled: Callable[[CrdState], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def ready(self) -> bool:
-        """Not deleted yet, and nothing of it is known to block."""
-        return self.uid is None and self.listed and not self.blocked and not self.refused
+        """Not deleted yet, listed whole, and none of its instances failed this pass."""
+        return self.uid is None and self.listed and not self.counting and not self.refused
+
+    def begin(self, on_settled: Callable[[CrdState], None] | None) -> None:
+        self.counting, self.open, self.list_ended, self.on_settled = 0, 0, False, on_settled
+
+    def started(self) -> None:
+        with self.lock:
+            self.open += 1
+
+    def finished(self, failed: bool = False) -> None:
+        """An instance job ended (on a worker, or on the bulk sender's thread)."""
+        with self.lock:
+            self.counting += failed
+            self.open -= 1
+            settled = self.list_ended and not self.open
+        if settled:
+            self._settled()
+
+    def ended(self) -> None:
+        """Its list ended (every instance job is queued by now)."""
+        with self.lock:
+            self.list_ended = True
+            settled = not self.open
+        if settled:
+            self._settled()
+
+    def _settled(self) -> None:
+        on_settled, self.on_settled = self.on_settled, None  # at most once per pass
+        if on_settled is not None:
+            on_settled(self)
 
 
-def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
+def jobs(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None, None]:
     """Runs in the main thread, page by page: one job per instance to free. A list the
     CRD's conversion webhook fails is listed again only after the remedy (--delete), a
     few times with backoff while the API server catches up; otherwise it is the CRD's
@@ -78,7 +117,11 @@ def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None
             for meta in page:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
-                    yield freer.fast(meta, partial(_free_instance, freer, state, meta))
+                    state.started()
+                    job = freer.fast(meta, partial(_free_instance, freer, state, meta))
+                    if isinstance(job, BulkPatch):  # answered 2xx: freed, and never handed to _free_instance
+                        job.done = partial(_freed_in_bulk, job.done, state)
+                    yield job
     except DeadlineExceeded:
         state.listed = False  # the diagnosis at the deadline says what is left
     except UnfinalizeError as exc:
@@ -126,9 +169,18 @@ def _conversion_failed(freer: Freer, state: CrdState, failure: UnfinalizeError, 
 
 
 def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
-    if not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent)):
-        with freer.lock:
-            state.counting += 1
+    failed = True
+    try:
+        failed = not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent))
+    finally:
+        state.finished(failed)
+
+
+def _freed_in_bulk(done: Callable[[], object], state: CrdState) -> None:
+    try:
+        done()
+    finally:
+        state.finished()
 
 
 def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
@@ -144,11 +196,9 @@ def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
     return freer.free(meta, sent)
 
 
-def delete(freer: Freer, pool: Mapper, states: list[CrdState]) -> None:
-    def one(state: CrdState) -> bool:
-        return freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
-
-    list(pool.map(one, states))
+def delete(freer: Freer, state: CrdState) -> None:
+    """On a worker: delete the CRD, its failure its outcome."""
+    freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
 
 
 def _delete_crd(freer: Freer, state: CrdState) -> bool:

@@ -58,6 +58,14 @@ class Workers:
         else:
             self.requeue(job)
 
+    def push(self, job: Job) -> None:
+        """Run `job` without waiting for a place, counted in flight (even above the limit)
+        but not in the run's progress: a job that one ending elsewhere starts (a CRD's
+        delete, when its last instance is freed), whose thread must not wait on itself."""
+        with self._changed:
+            self._inflight += 1
+        self.requeue(_Uncounted(job))
+
     def requeue(self, job: Job, wait: float = 0.0) -> None:
         """Run `job` on a thread; it is already counted in flight (a patch the bulk
         sender hands back). `wait`: seconds it first waits, parked (a 429's Retry-After)."""

@@ -1,0 +1,191 @@
+"""Many CRDs as one job (an uninstalled crossplane provider leaves hundreds).
+
+Listing. The instances of several CRDs are listed at once, each list on a thread of its
+own (crd_sweep.jobs, with its read-ahead), and their jobs reach the main thread through
+one bounded queue as the pages arrive: the frees of one CRD start while others are still
+listed, and an empty CRD costs one list in the shadow of the others. At most LISTS lists
+are under way, fewer when the pacing's limit is low (a throttled server grants a few
+seats; the lists take them too).
+
+Deleting. With --delete a CRD is deleted as soon as its own list has ended and each of
+its instance jobs has finished, every one freed or gone (crd_sweep.CrdState.finished):
+a CRD with no instances is deleted at once, while the others are still freed. The order
+rule holds per CRD: each instance got its deletionTimestamp before its finalizers went,
+and a CRD with an instance that could not be freed is not deleted (not in this pass).
+
+Waiting. One metadata-only list of CRDs per poll tells which of those deleted by this
+run are still there (the same uid), gone, or re-created (another uid), instead of a GET
+per CRD per poll. Their instances are not listed again at every poll. Why that is
+enough: when the CRD was deleted every instance listed was gone or going, and the API
+server's cleanup controller (apiextensions' CRDFinalizer) then marks the CRD
+Terminating (creates are refused from then on), deletes every instance left (a
+DeleteCollection per namespace) and lists them at once: with nothing holding them, the
+CRD goes within the controller's round, usually well under a second. What can hold it is
+an instance the run did not see: created between its list and the CRD's DELETE (before
+the controller refuses creates), or one whose finalizer the run could not know of. The
+controller then polls every 5 s. So a CRD still there RELIST_AFTER seconds after its
+DELETE has its instances listed and freed again, then at doubling intervals: caught
+before the controller's next poll, without a list per CRD per poll for the common case.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Generator
+from functools import partial
+
+from ..errors import UnfinalizeError
+from ..kube.cluster import ListQuery, crd_ref
+from ..model import CRD_RESOURCE, Action
+from . import crd_sweep
+from .crd_sweep import CrdState
+from .freeing import Freer
+from .workers import Job, Workers
+
+LISTS = 4  # CRD instance lists under way at once
+SEATS_PER_LIST = 4  # the pacing's limit a list may take: 1 list below 8, LISTS from 16
+QUEUED = 1000  # jobs listed ahead of the workers, at most (the lists wait meanwhile)
+RELIST_AFTER = 1.0  # seconds after a CRD's DELETE before a CRD still there has its instances listed again
+ONE_LIST_FROM = 2  # CRDs waited on: from this many, one list of CRDs instead of a GET each
+
+_END = object()
+
+
+class CrdPass:
+    """The CRDs' part of each pass: construct once per run."""
+
+    def __init__(self, freer: Freer, workers: Workers, limit: Callable[[], int]) -> None:
+        self.freer = freer
+        self.workers = workers
+        self.limit = limit
+        self._changed = threading.Condition()
+        self._listing = 0
+
+    def jobs(self, states: list[CrdState]) -> Generator[Job, None, None]:
+        """On the main thread: every instance job of `states`, as their lists bring them.
+        A failure of the listing threads (the preflight's refusal, a bug) is raised here;
+        closing this iterator (the deadline, an interrupt) stops the lists."""
+        if not states:
+            return
+        todo = iter(states)
+        take = threading.Lock()
+        feed: queue.Queue[object] = queue.Queue(QUEUED)
+        stop = threading.Event()
+        for state in states:
+            state.begin(self._settled if self.freer.options.delete else None)
+
+        def put(item: object) -> bool:
+            while not stop.is_set():
+                try:
+                    feed.put(item, timeout=0.2)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def lister() -> None:
+            try:
+                while not stop.is_set():
+                    with take:
+                        state = next(todo, None)
+                    if state is None:
+                        break
+                    self._enter()
+                    try:
+                        self._list(state, put, stop)
+                    finally:
+                        self._leave()
+            except BaseException as exc:  # noqa: BLE001 - raised again on the main thread
+                put(exc)
+            put(_END)
+
+        threads = min(LISTS, len(states))
+        for i in range(threads):
+            threading.Thread(target=lister, name=f"unfinalize-list-{i}", daemon=True).start()
+        ended = 0
+        try:
+            while ended < threads:
+                item = feed.get()
+                if item is _END:
+                    ended += 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item  # type: ignore[misc]
+        finally:
+            stop.set()
+
+    def _list(self, state: CrdState, put: Callable[[object], bool], stop: threading.Event) -> None:
+        jobs = crd_sweep.jobs(self.freer, state)
+        try:
+            for job in jobs:
+                if not put(job):
+                    state.finished(failed=True)  # never to run: the CRD is not deleted this pass
+                    return
+        finally:
+            jobs.close()
+        if not stop.is_set():
+            state.ended()
+
+    def _enter(self) -> None:
+        """Wait for a place among the lists under way."""
+        with self._changed:
+            while self._listing >= max(1, min(LISTS, self.limit() // SEATS_PER_LIST)):
+                self._changed.wait(0.5)
+            self._listing += 1
+
+    def _leave(self) -> None:
+        with self._changed:
+            self._listing -= 1
+            self._changed.notify_all()
+
+    def _settled(self, state: CrdState) -> None:
+        """Its list ended and each of its jobs finished: delete it now when they all went well."""
+        if state.ready:
+            self.workers.push(partial(self._delete, state))
+
+    def _delete(self, state: CrdState) -> None:
+        state.relist_every = RELIST_AFTER
+        state.relist_at = time.monotonic() + RELIST_AFTER  # due() counts from the DELETE
+        crd_sweep.delete(self.freer, state)
+
+
+def due(state: CrdState, now: float) -> bool:
+    """Whether this pass lists the CRD's instances: always before it is deleted; once
+    deleted, only when it has stayed longer than its cleanup should take (see above)."""
+    if state.uid is None:
+        return True
+    if now < state.relist_at:
+        return False
+    state.relist_every *= 2
+    state.relist_at = now + state.relist_every
+    return True
+
+
+def still_there(freer: Freer, states: list[CrdState]) -> list[CrdState]:
+    """Of the CRDs this run deleted, those still there with the uid it deleted; one list
+    of CRDs (metadata only) for them all, or a GET for a single one. A CRD re-created
+    meanwhile is reported, not waited on. When the list fails, all are kept: the next
+    poll asks again, and the deadline bounds it."""
+    deleted = [s for s in states if s.uid]
+    if len(deleted) < ONE_LIST_FROM:
+        return [s for s in deleted if freer.exists(crd_ref(s.crd.name), s.uid or "")]
+    try:
+        uids = {
+            meta.ref.name: meta.uid
+            for page in freer.cluster.list_meta(CRD_RESOURCE, ListQuery(limit=freer.options.chunk_size))
+            for meta in page
+        }
+    except UnfinalizeError:
+        return deleted
+    kept = []
+    for state in deleted:
+        uid = uids.get(state.crd.name)
+        if uid == state.uid:
+            kept.append(state)
+        elif uid is not None:
+            message = f"deleted, then re-created (new uid {uid})"
+            freer.book.add(crd_ref(state.crd.name), Action.RECREATED, message=message)
+    return kept
