@@ -117,8 +117,11 @@ def all_gone(kube: Kube, spec: Group, what: str) -> None:
         raise SystemExit(f"{what} exited 0 but {len(left)} CRDs are still there, e.g. {left[0]}")
 
 
-def run(kube: Kube, peers: Peers, env: dict[str, str], namespaces: list[str], repeat: int) -> dict[str, list[Sample]]:
-    samples: dict[str, list[Sample]] = {"empty.tool": [], "empty.kubectl": [], "finalized.many": [], "finalized.one": []}
+Samples = dict[str, list[Sample]]
+
+
+def run(kube: Kube, peers: Peers, env: dict[str, str], namespaces: list[str], repeat: int) -> Samples:
+    samples: Samples = {"empty.tool": [], "empty.kubectl": [], "finalized.many": [], "finalized.one": []}
     kubectl = peers.kubectl
     for i in range(repeat):
         order = ("tool", "kubectl") if i % 2 == 0 else ("kubectl", "tool")
@@ -149,12 +152,15 @@ def run(kube: Kube, peers: Peers, env: dict[str, str], namespaces: list[str], re
     return samples
 
 
-def report(out: Report, samples: dict[str, list[Sample]], repeat: int) -> None:
+def report(out: Report, samples: Samples, repeat: int) -> None:
     def seconds(key: str) -> list[float]:
         return [s.seconds for s in samples[key]]
 
-    empty = out.figure("many_crds.empty.ratio.seconds", med(seconds("empty.tool")) / med(seconds("empty.kubectl")))
-    many = out.figure("many_crds.finalized.ratio.seconds", med(seconds("finalized.many")) / med(seconds("finalized.one")))
+    def ratio(key: str, measured: str, reference: str) -> float:
+        return out.figure(f"many_crds.{key}.ratio.seconds", med(seconds(measured)) / med(seconds(reference)))
+
+    empty = ratio("empty", "empty.tool", "empty.kubectl")
+    many = ratio("finalized", "finalized.many", "finalized.one")
     for key in samples:
         out.figure(f"many_crds.{key}.seconds", med(seconds(key)))
     out.doc["cases"]["many_crds"] = {key: samples_json(value) for key, value in samples.items()}

@@ -47,7 +47,7 @@ from .workers import Job, Workers
 LISTS = 4  # CRD instance lists under way at once
 SEATS_PER_LIST = 4  # the pacing's limit a list may take: 1 list below 8, LISTS from 16
 QUEUED = 1000  # jobs listed ahead of the workers, at most (the lists wait meanwhile)
-RELIST_AFTER = 1.0  # seconds after a CRD's DELETE before a CRD still there has its instances listed again
+RELIST_AFTER = 2.0  # seconds after a CRD's DELETE before a CRD still there has its instances listed again
 ONE_LIST_FROM = 2  # CRDs waited on: from this many, one list of CRDs instead of a GET each
 
 _END = object()
