@@ -16,16 +16,21 @@ and a CRD with an instance that could not be freed is not deleted (not in this p
 Waiting. One metadata-only list of CRDs per poll tells which of those deleted by this
 run are still there (the same uid), gone, or re-created (another uid), instead of a GET
 per CRD per poll. Their instances are not listed again at every poll. Why that is
-enough: when the CRD was deleted every instance listed was gone or going, and the API
-server's cleanup controller (apiextensions' CRDFinalizer) then marks the CRD
-Terminating (creates are refused from then on), deletes every instance left (a
-DeleteCollection per namespace) and lists them at once: with nothing holding them, the
-CRD goes within the controller's round, usually well under a second. What can hold it is
-an instance the run did not see: created between its list and the CRD's DELETE (before
-the controller refuses creates), or one whose finalizer the run could not know of. The
-controller then polls every 5 s. So a CRD still there RELIST_AFTER seconds after its
-DELETE has its instances listed and freed again, then at doubling intervals: caught
-before the controller's next poll, without a list per CRD per poll for the common case.
+enough: when the CRD was deleted every instance listed was gone or going. The API
+server's cleanup controller (apiextensions' CRDFinalizer) then first sets the CRD's
+Terminating condition (a status write: its resourceVersion changes), and from then on
+creates are refused; it deletes every instance left (a DeleteCollection per namespace)
+and lists them at once: with nothing holding them, the CRD goes within that round. What
+can hold it is an instance the run did not see: created between its list and the
+moment the controller began (creates are still accepted until then), or one whose
+finalizer the run could not know of; the controller then polls every 5 s. So a CRD
+whose controller has been at work on it for RELIST_AFTER seconds (its resourceVersion
+changed since the DELETE's answer) and that is still there has its instances listed and
+freed again, then at doubling intervals: caught before the controller's next poll. A
+CRD the controller has not reached yet (hundreds deleted at once queue up behind its 5
+workers) is not re-listed: objects may still be created until it begins, and a list
+then would have to be repeated anyway. When that work is never seen (another server),
+UNSEEN_AFTER seconds after the DELETE stand for it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from functools import partial
 
 from ..errors import UnfinalizeError
 from ..kube.cluster import ListQuery, crd_ref
-from ..model import CRD_RESOURCE, Action
+from ..model import CRD_RESOURCE, Action, ObjectMeta
 from . import crd_sweep
 from .crd_sweep import CrdState
 from .freeing import Freer
@@ -47,7 +52,8 @@ from .workers import Job, Workers
 LISTS = 4  # CRD instance lists under way at once
 SEATS_PER_LIST = 4  # the pacing's limit a list may take: 1 list below 8, LISTS from 16
 QUEUED = 1000  # jobs listed ahead of the workers, at most (the lists wait meanwhile)
-RELIST_AFTER = 2.0  # seconds after a CRD's DELETE before a CRD still there has its instances listed again
+RELIST_AFTER = 1.0  # seconds of the cleanup controller's work before a CRD still there has its instances listed again
+UNSEEN_AFTER = 10.0  # the same, from its DELETE, when that work is never seen
 ONE_LIST_FROM = 2  # CRDs waited on: from this many, one list of CRDs instead of a GET each
 
 _END = object()
@@ -147,45 +153,55 @@ class CrdPass:
             self.workers.push(partial(self._delete, state))
 
     def _delete(self, state: CrdState) -> None:
-        state.relist_every = RELIST_AFTER
-        state.relist_at = time.monotonic() + RELIST_AFTER  # due() counts from the DELETE
+        state.deleted_at, state.relist_every = time.monotonic(), RELIST_AFTER
         crd_sweep.delete(self.freer, state)
 
 
 def due(state: CrdState, now: float) -> bool:
     """Whether this pass lists the CRD's instances: always before it is deleted; once
-    deleted, only when it has stayed longer than its cleanup should take (see above)."""
+    deleted, when the cleanup controller has been at work on it for RELIST_AFTER seconds
+    and it is still there (or UNSEEN_AFTER seconds after its DELETE, when that work was
+    never seen), then at doubling intervals (see above)."""
     if state.uid is None:
         return True
-    if now < state.relist_at:
+    start = state.deleted_at + UNSEEN_AFTER if state.began is None else state.began + RELIST_AFTER
+    if now < max(start, state.relist_at):
         return False
-    state.relist_every *= 2
     state.relist_at = now + state.relist_every
+    state.relist_every *= 2
     return True
 
 
 def still_there(freer: Freer, states: list[CrdState]) -> list[CrdState]:
     """Of the CRDs this run deleted, those still there with the uid it deleted; one list
     of CRDs (metadata only) for them all, or a GET for a single one. A CRD re-created
-    meanwhile is reported, not waited on. When the list fails, all are kept: the next
-    poll asks again, and the deadline bounds it."""
+    meanwhile is reported, not waited on. A resourceVersion other than the DELETE's
+    answer's says the cleanup controller has begun (due() counts from then). When the
+    reads fail, all are kept: the next poll asks again, and the deadline bounds it."""
     deleted = [s for s in states if s.uid]
-    if len(deleted) < ONE_LIST_FROM:
-        return [s for s in deleted if freer.exists(crd_ref(s.crd.name), s.uid or "")]
     try:
-        uids = {
-            meta.ref.name: meta.uid
-            for page in freer.cluster.list_meta(CRD_RESOURCE, ListQuery(limit=freer.options.chunk_size))
-            for meta in page
-        }
+        found = _read(freer, deleted)
     except UnfinalizeError:
         return deleted
+    now = time.monotonic()
     kept = []
     for state in deleted:
-        uid = uids.get(state.crd.name)
-        if uid == state.uid:
-            kept.append(state)
-        elif uid is not None:
-            message = f"deleted, then re-created (new uid {uid})"
+        meta = found.get(state.crd.name)
+        if meta is None:
+            continue
+        if meta.uid != state.uid:
+            message = f"deleted, then re-created (new uid {meta.uid})"
             freer.book.add(crd_ref(state.crd.name), Action.RECREATED, message=message)
+            continue
+        if state.began is None and meta.resource_version != state.version:
+            state.began = now
+        kept.append(state)
     return kept
+
+
+def _read(freer: Freer, states: list[CrdState]) -> dict[str, ObjectMeta]:
+    if len(states) < ONE_LIST_FROM:
+        metas = [freer.cluster.get_meta(crd_ref(s.crd.name)) for s in states]
+        return {m.ref.name: m for m in metas if m is not None}
+    query = ListQuery(limit=freer.options.chunk_size)
+    return {meta.ref.name: meta for page in freer.cluster.list_meta(CRD_RESOURCE, query) for meta in page}

@@ -32,7 +32,12 @@ class CrdState:
     counting: int = 0  # the same, for the pass under way
     listed: bool = True  # False when the last pass could not list its instances
     reconfigured: bool = False  # its dead conversion webhook was switched off by this run
-    relist_at: float = 0.0  # deleted and still there: when its instances are listed again (crd_pass.due)
+    # Once deleted (crd_pass): when, its resourceVersion then, when the cleanup controller
+    # was first seen at work on it (it changed), and when its instances are listed again.
+    deleted_at: float = 0.0
+    version: str = ""
+    began: float | None = None
+    relist_at: float = 0.0
     relist_every: float = 0.0
     # This pass: instance jobs not finished, whether its list has ended, and what to call
     # (once) when both are true: the CRD is then deleted at once, not after the whole pass.
@@ -219,6 +224,6 @@ def _delete_crd(freer: Freer, state: CrdState) -> bool:
         state.uid = ""
         freer.book.add(ref, Action.GONE, message="not found")
         return True
-    state.uid = deleted.uid
+    state.uid, state.version = deleted.uid, deleted.version
     freer.book.add(ref, Action.DELETED)
     return True
