@@ -4,8 +4,9 @@ Listing. The instances of several CRDs are listed at once, each list on a thread
 own (crd_sweep.jobs, with its read-ahead), and their jobs reach the main thread through
 one bounded queue as the pages arrive: the frees of one CRD start while others are still
 listed, and an empty CRD costs one list in the shadow of the others. At most LISTS lists
-are under way, fewer when the pacing's limit is low (a throttled server grants a few
-seats; the lists take them too).
+are under way, and each page is read holding a place among the requests in flight the
+pacing allows (Workers.hold): lists and writes share one limit, so a throttled server
+that grants a few seats is asked no more than it grants.
 
 Deleting. With --delete a CRD is deleted as soon as its own list has ended and each of
 its instance jobs has finished, every one freed or gone (crd_sweep.CrdState.finished):
@@ -49,10 +50,9 @@ from .crd_sweep import CrdState
 from .freeing import Freer
 from .workers import Job, Workers
 
-LISTS = 4  # CRD instance lists under way at once
-SEATS_PER_LIST = 4  # the pacing's limit a list may take: 1 list below 8, LISTS from 16
+LISTS = 16  # CRD instance lists under way at once, at most (a list of 3 objects takes a round trip as a write does)
 QUEUED = 1000  # jobs listed ahead of the workers, at most (the lists wait meanwhile)
-RELIST_AFTER = 1.0  # seconds of the cleanup controller's work before a CRD still there has its instances listed again
+RELIST_AFTER = 3.0  # seconds of the cleanup controller's work before a CRD still there has its instances listed again
 UNSEEN_AFTER = 10.0  # the same, from its DELETE, when that work is never seen
 ONE_LIST_FROM = 2  # CRDs waited on: from this many, one list of CRDs instead of a GET each
 
@@ -62,12 +62,9 @@ _END = object()
 class CrdPass:
     """The CRDs' part of each pass: construct once per run."""
 
-    def __init__(self, freer: Freer, workers: Workers, limit: Callable[[], int]) -> None:
+    def __init__(self, freer: Freer, workers: Workers) -> None:
         self.freer = freer
         self.workers = workers
-        self.limit = limit
-        self._changed = threading.Condition()
-        self._listing = 0
 
     def jobs(self, states: list[CrdState]) -> Generator[Job, None, None]:
         """On the main thread: every instance job of `states`, as their lists bring them.
@@ -98,11 +95,7 @@ class CrdPass:
                         state = next(todo, None)
                     if state is None:
                         break
-                    self._enter()
-                    try:
-                        self._list(state, put, stop)
-                    finally:
-                        self._leave()
+                    self._list(state, put, stop)
             except BaseException as exc:  # noqa: BLE001 - raised again on the main thread
                 put(exc)
             put(_END)
@@ -124,7 +117,7 @@ class CrdPass:
             stop.set()
 
     def _list(self, state: CrdState, put: Callable[[object], bool], stop: threading.Event) -> None:
-        jobs = crd_sweep.jobs(self.freer, state)
+        jobs = crd_sweep.jobs(self.freer, state, self.workers.hold)
         try:
             for job in jobs:
                 if not put(job):
@@ -134,18 +127,6 @@ class CrdPass:
             jobs.close()
         if not stop.is_set():
             state.ended()
-
-    def _enter(self) -> None:
-        """Wait for a place among the lists under way."""
-        with self._changed:
-            while self._listing >= max(1, min(LISTS, self.limit() // SEATS_PER_LIST)):
-                self._changed.wait(0.5)
-            self._listing += 1
-
-    def _leave(self) -> None:
-        with self._changed:
-            self._listing -= 1
-            self._changed.notify_all()
 
     def _settled(self, state: CrdState) -> None:
         """Its list ended and each of its jobs finished: delete it now when they all went well."""

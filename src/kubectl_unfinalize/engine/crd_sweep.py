@@ -7,9 +7,11 @@ Terminating over objects the run could not free."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -20,7 +22,9 @@ from ..net.bulk import BulkPatch
 from ..options import DryRun
 from . import conversion, diagnose
 from .freeing import Freer
-from .workers import ReadAhead
+from .workers import Job, ReadAhead
+
+Place = Callable[[], AbstractContextManager[object]]
 
 
 @dataclass(eq=False)
@@ -81,16 +85,17 @@ class CrdState:
             on_settled(self)
 
 
-def jobs(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None, None]:
+def jobs(freer: Freer, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
     """Runs in the main thread, page by page: one job per instance to free. A list the
     CRD's conversion webhook fails is listed again only after the remedy (--delete), a
     few times with backoff while the API server catches up; otherwise it is the CRD's
-    one lasting failure, never re-listed until the deadline."""
+    one lasting failure, never re-listed until the deadline. Each page is read holding
+    a `place` (one of the requests in flight the pacing allows)."""
     state.listed = True
     lists = 0
     while True:
         lists += 1
-        failure = yield from _list(freer, state)
+        failure = yield from _list(freer, state, place)
         if failure is None:
             return
         state.listed = False
@@ -105,13 +110,13 @@ def jobs(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None,
         state.listed = True
 
 
-def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None, UnfinalizeError | None]:
+def _list(freer: Freer, state: CrdState, place: Place) -> Generator[Job, None, UnfinalizeError | None]:
     """One list of the CRD's instances, a job for each to free; the error that ended it.
     A list started again after a failure may yield an object twice: freeing it twice
     ends in the same state (the second DELETE or patch finds it gone or free)."""
     options = freer.options
     query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
-    pages = ReadAhead(freer.cluster.list_meta(state.crd.resource, query))
+    pages = ReadAhead(_held(freer.cluster.list_meta(state.crd.resource, query), place))
     try:
         freer.cleared()  # no outcome, and no write, before the RBAC preflight passed
     except BaseException:
@@ -134,6 +139,17 @@ def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None
     finally:
         pages.close()
     return None
+
+
+def _held(pages: Iterator[list[ObjectMeta]], place: Place) -> Iterator[list[ObjectMeta]]:
+    """The pages, each read holding a place (not while its jobs are queued: a full
+    queue would then keep the place the jobs that empty it need)."""
+    while True:
+        with place():
+            page = next(pages, None)
+        if page is None:
+            return
+        yield page
 
 
 def _conversion_failed(freer: Freer, state: CrdState, failure: UnfinalizeError, lists: int) -> float | None:
