@@ -6,7 +6,9 @@ Each sweep owns one kind of target (crd_sweep, namespace_sweep, object_sweep); f
 does the writes. With --delete, namespaces are deleted first, CRD instances and manifest
 objects are deleted as they are freed, and a CRD once its instances are gone or going;
 the loop then re-lists until everything deleted is gone (comparing uids) or the deadline
-passes, catching objects created or cascade-deleted meanwhile.
+passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one job
+(crd_pass): their lists run at once, each CRD is deleted as soon as its own instances
+are done, and the wait reads them all with one list of CRDs per poll.
 
 Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
 on; run() raises only for a permission missing before the first write.
