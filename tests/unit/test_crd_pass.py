@@ -181,19 +181,24 @@ def test_a_refused_review_of_star_falls_back_to_each_crd_and_names_the_missing_o
     assert "list *" in reviews and not [r for r in reviews if r.startswith("list kind")]
 
 
-def test_a_deleted_crd_is_listed_again_only_once_its_cleanup_has_been_under_way_a_while():
-    state = crd_pass.CrdState(kinds(1)[0], uid="u1", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
-    assert crd_pass.due(crd_pass.CrdState(kinds(1)[0]), 0.0), "a CRD not deleted yet is always listed"
+def test_a_deleted_crd_is_listed_again_once_its_cleanup_has_been_under_way_a_while_and_then_no_more():
+    crd = kinds(1)[0]
+    state = crd_pass.CrdState(crd, uid="u1", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
+    assert crd_pass.due(crd_pass.CrdState(crd), 0.0), "a CRD not deleted yet is always listed"
     # The cleanup controller not seen at work: hundreds queue behind its workers; not re-listed.
     assert not crd_pass.due(state, 100.0 + crd_pass.UNSEEN_AFTER - 0.1)
     state.began = 103.0  # its resourceVersion changed: the controller set Terminating
     assert not crd_pass.due(state, 103.0 + crd_pass.RELIST_AFTER - 0.1)
     assert crd_pass.due(state, 103.0 + crd_pass.RELIST_AFTER)
+    # Creates are refused since the controller began: that list saw every instance left.
+    assert not crd_pass.due(state, 1000.0)
+    state.blocked = 1  # ...unless one of them could not be freed: then again, at doubling intervals
     at = 103.0 + crd_pass.RELIST_AFTER
     assert not crd_pass.due(state, at + crd_pass.RELIST_AFTER - 0.1)
     assert crd_pass.due(state, at + crd_pass.RELIST_AFTER)
     at += crd_pass.RELIST_AFTER
     assert not crd_pass.due(state, at + 2 * crd_pass.RELIST_AFTER - 0.1), "the intervals double"
     assert crd_pass.due(state, at + 2 * crd_pass.RELIST_AFTER)
-    never_seen = crd_pass.CrdState(kinds(1)[0], uid="u2", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
+    never_seen = crd_pass.CrdState(crd, uid="u2", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
     assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER)
+    assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER + crd_pass.RELIST_AFTER), "never seen: again"

@@ -27,7 +27,9 @@ moment the controller began (creates are still accepted until then), or one whos
 finalizer the run could not know of; the controller then polls every 5 s. So a CRD
 whose controller has been at work on it for RELIST_AFTER seconds (its resourceVersion
 changed since the DELETE's answer) and that is still there has its instances listed and
-freed again, then at doubling intervals: caught before the controller's next poll. A
+freed again, once: caught before the controller's next poll, and since creates are
+refused from then on, no later list could find more (it is listed again only while some
+of them could not be freed). A
 CRD the controller has not reached yet (hundreds deleted at once queue up behind its 5
 workers) is not re-listed: objects may still be created until it begins, and a list
 then would have to be repeated anyway. When that work is never seen (another server),
@@ -139,15 +141,25 @@ class CrdPass:
 
 
 def due(state: CrdState, now: float) -> bool:
-    """Whether this pass lists the CRD's instances: always before it is deleted; once
-    deleted, when the cleanup controller has been at work on it for RELIST_AFTER seconds
-    and it is still there (or UNSEEN_AFTER seconds after its DELETE, when that work was
-    never seen), then at doubling intervals (see above)."""
+    """Whether this pass lists the CRD's instances: always before it is deleted. Once
+    deleted, once more when the cleanup controller has been at work on it for
+    RELIST_AFTER seconds and it is still there: from then on no instance can be created,
+    so that list sees every one that can hold it, and the CRD is listed again only while
+    some of them could not be freed. When that work is never seen (another server),
+    UNSEEN_AFTER seconds after its DELETE, then at doubling intervals."""
     if state.uid is None:
         return True
-    start = state.deleted_at + UNSEEN_AFTER if state.began is None else state.began + RELIST_AFTER
+    if state.began is None:
+        start = state.deleted_at + UNSEEN_AFTER
+    elif not state.final_list:
+        start = state.began + RELIST_AFTER
+    elif state.blocked:
+        start = state.relist_at
+    else:
+        return False
     if now < max(start, state.relist_at):
         return False
+    state.final_list = state.began is not None
     state.relist_at = now + state.relist_every
     state.relist_every *= 2
     return True

@@ -41,6 +41,7 @@ class CrdState:
     deleted_at: float = 0.0
     version: str = ""
     began: float | None = None
+    final_list: bool = False  # listed since the controller began: creates are refused from then on
     relist_at: float = 0.0
     relist_every: float = 0.0
     # This pass: instance jobs not finished, whether its list has ended, and what to call
