@@ -87,11 +87,11 @@ class CrdState:
 
 
 def jobs(freer: Freer, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
-    """Runs in the main thread, page by page: one job per instance to free. A list the
-    CRD's conversion webhook fails is listed again only after the remedy (--delete), a
-    few times with backoff while the API server catches up; otherwise it is the CRD's
-    one lasting failure, never re-listed until the deadline. Each page is read holding
-    a `place` (one of the requests in flight the pacing allows)."""
+    """Runs on a listing thread (crd_pass), page by page: one job per instance to free.
+    A list the CRD's conversion webhook fails is listed again only after the remedy
+    (--delete), a few times with backoff while the API server catches up; otherwise it
+    is the CRD's one lasting failure, never re-listed until the deadline. Each page is
+    read holding a `place` (one of the requests in flight the pacing allows)."""
     state.listed = True
     lists = 0
     while True:
@@ -107,7 +107,7 @@ def jobs(freer: Freer, state: CrdState, place: Place = contextlib.nullcontext) -
         wait = _conversion_failed(freer, state, failure, lists)
         if wait is None or freer.deadline.remaining() <= wait:
             return
-        time.sleep(wait)  # on the main thread: the jobs already submitted go on meanwhile
+        time.sleep(wait)  # on its listing thread: the other lists and the jobs go on meanwhile
         state.listed = True
 
 
