@@ -11,6 +11,8 @@
    object (user+sys of the process and its children), peak RSS.
 3. far cluster: the same through a loopback proxy adding 50 ms each way (100 ms round trip).
 4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
+5. many CRDs (many_crds.py): 300 empty CRDs, the tool's crd --group G --delete against
+   kubectl delete crd -l; 200 CRDs x 3 finalized objects against one CRD with the 600.
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -40,14 +42,14 @@ from pathlib import Path
 
 from controlplane import K8S_VERSION, ControlPlane, find_binaries
 
-from . import ROOT, small
+from . import ROOT, many_crds, small
 from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
 from .report import Report
 from .throughput import Results, Throughput
 
-SECTIONS = ["small", "throughput", "far", "rss"]
+SECTIONS = ["small", "throughput", "far", "rss", "many-crds"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -161,5 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "rss" in args.sections:
             report.rss(*bench.rss(args.rss_sizes, kubeconfig, throughput))
+        if "many-crds" in args.sections:
+            many_crds.report(report, many_crds.run(kube, peers, env, namespaces, args.repeat), args.repeat)
     report.finish()
     return 0

@@ -62,6 +62,13 @@ rules:
   verbs: [{", ".join(WRITE_VERBS)}]
 - level: None
 """
+# audit_reads=True: the admin user's gets and lists too (the tool runs as that user), to
+# count what a run reads; the control plane's own components read all the time.
+AUDIT_READS_RULE = f"""\
+- level: Metadata
+  verbs: [get, list]
+  users: [{ADMIN_USER}]
+"""
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -80,7 +87,8 @@ class ControlPlane:
     kubectl, str), ``server`` (``https://127.0.0.1:PORT``), ``server_address``
     (``(host, port)``, for a proxy in front of it), ``etcd_url`` (etcd's client URL,
     plain HTTP, with its JSON gateway under ``/v3/``), ``workdir`` (Path),
-    ``startup_seconds`` (float), ``audit_log`` (Path, with ``audit=True``).
+    ``startup_seconds`` (float), ``audit_log`` (Path, with ``audit=True``; with
+    ``audit_reads=True`` the admin user's gets and lists are recorded as well).
 
     ``continue_from_cache=False`` (the default) turns the ListFromCacheSnapshot feature
     off: list pages after the first come from etcd, as on servers before 1.34 or whose
@@ -100,11 +108,13 @@ class ControlPlane:
         keep_workdir: bool | None = None,
         audit: bool = False,
         continue_from_cache: bool = False,
+        audit_reads: bool = False,
     ):
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self.controllers = tuple(controllers)
         self.startup_timeout = startup_timeout
-        self.audit = audit
+        self.audit = audit or audit_reads
+        self.audit_reads = audit_reads
         self.continue_from_cache = continue_from_cache
         self._build = build
         self._keep = keep_workdir
@@ -322,7 +332,8 @@ class ControlPlane:
         if not self.audit:
             return []
         policy = self.workdir / "audit-policy.yaml"
-        policy.write_text(AUDIT_POLICY)
+        reads = AUDIT_READS_RULE if self.audit_reads else ""
+        policy.write_text(AUDIT_POLICY.replace("- level: None\n", reads + "- level: None\n"))
         self.audit_log = self.workdir / "audit.log"
         return [
             f"--audit-policy-file={policy}",

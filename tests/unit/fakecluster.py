@@ -275,6 +275,8 @@ class FakeCluster:
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         self.calls.append(("review", f"{verb} {resource.plural}"))
+        if resource.plural == "*":  # as RBAC: only a rule for every resource allows "*"
+            return not [denied for denied, _ in self.denied if denied == verb]
         return (verb, resource.plural) not in self.denied
 
     def whoami(self) -> str:

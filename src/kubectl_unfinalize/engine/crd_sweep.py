@@ -7,21 +7,27 @@ Terminating over objects the run could not free."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.cluster import ListQuery, crd_ref
 from ..model import CRD, Action, ObjectMeta
+from ..net.bulk import BulkPatch
 from ..options import DryRun
 from . import conversion, diagnose
 from .freeing import Freer
-from .workers import Mapper, ReadAhead
+from .workers import Job, ReadAhead
+
+Place = Callable[[], AbstractContextManager[object]]
 
 
-@dataclass
+@dataclass(eq=False)
 class CrdState:
     crd: CRD
     uid: str | None = None  # set once this run deleted it
@@ -30,23 +36,67 @@ class CrdState:
     counting: int = 0  # the same, for the pass under way
     listed: bool = True  # False when the last pass could not list its instances
     reconfigured: bool = False  # its dead conversion webhook was switched off by this run
+    # Once deleted (crd_pass): when, its resourceVersion then, when the cleanup controller
+    # was first seen at work on it (it changed), and when its instances are listed again.
+    deleted_at: float = 0.0
+    version: str = ""
+    began: float | None = None
+    final_list: bool = False  # listed since the controller began: creates are refused from then on
+    relist_at: float = 0.0
+    relist_every: float = 0.0
+    # This pass: instance jobs not finished, whether its list has ended, and what to call
+    # (once) when both are true: the CRD is then deleted at once, not after the whole pass.
+    open: int = 0
+    list_ended: bool = False
+    on_settled: Callable[[CrdState], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def ready(self) -> bool:
-        """Not deleted yet, and nothing of it is known to block."""
-        return self.uid is None and self.listed and not self.blocked and not self.refused
+        """Not deleted yet, listed whole, and none of its instances failed this pass."""
+        return self.uid is None and self.listed and not self.counting and not self.refused
+
+    def begin(self, on_settled: Callable[[CrdState], None] | None) -> None:
+        self.counting, self.open, self.list_ended, self.on_settled = 0, 0, False, on_settled
+
+    def started(self) -> None:
+        with self.lock:
+            self.open += 1
+
+    def finished(self, failed: bool = False) -> None:
+        """An instance job ended (on a worker, or on the bulk sender's thread)."""
+        with self.lock:
+            self.counting += failed
+            self.open -= 1
+            settled = self.list_ended and not self.open
+        if settled:
+            self._settled()
+
+    def ended(self) -> None:
+        """Its list ended (every instance job is queued by now)."""
+        with self.lock:
+            self.list_ended = True
+            settled = not self.open
+        if settled:
+            self._settled()
+
+    def _settled(self) -> None:
+        on_settled, self.on_settled = self.on_settled, None  # at most once per pass
+        if on_settled is not None:
+            on_settled(self)
 
 
-def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
-    """Runs in the main thread, page by page: one job per instance to free. A list the
-    CRD's conversion webhook fails is listed again only after the remedy (--delete), a
-    few times with backoff while the API server catches up; otherwise it is the CRD's
-    one lasting failure, never re-listed until the deadline."""
+def jobs(freer: Freer, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
+    """Runs on a listing thread (crd_pass), page by page: one job per instance to free.
+    A list the CRD's conversion webhook fails is listed again only after the remedy
+    (--delete), a few times with backoff while the API server catches up; otherwise it
+    is the CRD's one lasting failure, never re-listed until the deadline. Each page is
+    read holding a `place` (one of the requests in flight the pacing allows)."""
     state.listed = True
     lists = 0
     while True:
         lists += 1
-        failure = yield from _list(freer, state)
+        failure = yield from _list(freer, state, place)
         if failure is None:
             return
         state.listed = False
@@ -57,17 +107,17 @@ def jobs(freer: Freer, state: CrdState) -> Iterator[Callable[[], object]]:
         wait = _conversion_failed(freer, state, failure, lists)
         if wait is None or freer.deadline.remaining() <= wait:
             return
-        time.sleep(wait)  # on the main thread: the jobs already submitted go on meanwhile
+        time.sleep(wait)  # on its listing thread: the other lists and the jobs go on meanwhile
         state.listed = True
 
 
-def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None, UnfinalizeError | None]:
+def _list(freer: Freer, state: CrdState, place: Place) -> Generator[Job, None, UnfinalizeError | None]:
     """One list of the CRD's instances, a job for each to free; the error that ended it.
     A list started again after a failure may yield an object twice: freeing it twice
     ends in the same state (the second DELETE or patch finds it gone or free)."""
     options = freer.options
     query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
-    pages = ReadAhead(freer.cluster.list_meta(state.crd.resource, query))
+    pages = ReadAhead(_held(freer.cluster.list_meta(state.crd.resource, query), place))
     try:
         freer.cleared()  # no outcome, and no write, before the RBAC preflight passed
     except BaseException:
@@ -78,7 +128,11 @@ def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None
             for meta in page:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
-                    yield freer.fast(meta, partial(_free_instance, freer, state, meta))
+                    state.started()
+                    job = freer.fast(meta, partial(_free_instance, freer, state, meta))
+                    if isinstance(job, BulkPatch):  # answered 2xx: freed, and never handed to _free_instance
+                        job.done = partial(_freed_in_bulk, job.done, state)
+                    yield job
     except DeadlineExceeded:
         state.listed = False  # the diagnosis at the deadline says what is left
     except UnfinalizeError as exc:
@@ -86,6 +140,17 @@ def _list(freer: Freer, state: CrdState) -> Generator[Callable[[], object], None
     finally:
         pages.close()
     return None
+
+
+def _held(pages: Iterator[list[ObjectMeta]], place: Place) -> Iterator[list[ObjectMeta]]:
+    """The pages, each read holding a place (not while its jobs are queued: a full
+    queue would then keep the place the jobs that empty it need)."""
+    while True:
+        with place():
+            page = next(pages, None)
+        if page is None:
+            return
+        yield page
 
 
 def _conversion_failed(freer: Freer, state: CrdState, failure: UnfinalizeError, lists: int) -> float | None:
@@ -126,9 +191,18 @@ def _conversion_failed(freer: Freer, state: CrdState, failure: UnfinalizeError, 
 
 
 def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
-    if not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent)):
-        with freer.lock:
-            state.counting += 1
+    failed = True
+    try:
+        failed = not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent))
+    finally:
+        state.finished(failed)
+
+
+def _freed_in_bulk(done: Callable[[], object], state: CrdState) -> None:
+    try:
+        done()
+    finally:
+        state.finished()
 
 
 def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
@@ -144,11 +218,9 @@ def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
     return freer.free(meta, sent)
 
 
-def delete(freer: Freer, pool: Mapper, states: list[CrdState]) -> None:
-    def one(state: CrdState) -> bool:
-        return freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
-
-    list(pool.map(one, states))
+def delete(freer: Freer, state: CrdState) -> None:
+    """On a worker: delete the CRD, its failure its outcome."""
+    freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
 
 
 def _delete_crd(freer: Freer, state: CrdState) -> bool:
@@ -169,6 +241,6 @@ def _delete_crd(freer: Freer, state: CrdState) -> bool:
         state.uid = ""
         freer.book.add(ref, Action.GONE, message="not found")
         return True
-    state.uid = deleted.uid
+    state.uid, state.version = deleted.uid, deleted.version
     freer.book.add(ref, Action.DELETED)
     return True

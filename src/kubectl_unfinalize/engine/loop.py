@@ -6,7 +6,9 @@ Each sweep owns one kind of target (crd_sweep, namespace_sweep, object_sweep); f
 does the writes. With --delete, namespaces are deleted first, CRD instances and manifest
 objects are deleted as they are freed, and a CRD once its instances are gone or going;
 the loop then re-lists until everything deleted is gone (comparing uids) or the deadline
-passes, catching objects created or cascade-deleted meanwhile.
+passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one job
+(crd_pass): their lists run at once, each CRD is deleted as soon as its own instances
+are done, and the wait reads them all with one list of CRDs per poll.
 
 Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
 on; run() raises only for a permission missing before the first write.
@@ -26,7 +28,8 @@ from ..errors import UnfinalizeError
 from ..kube.cluster import Cluster, crd_ref, namespace_ref
 from ..model import Action, Progress, Report, Resource, Targets
 from ..options import DryRun, Options
-from . import crd_sweep, diagnose, namespace_reads, object_sweep
+from . import crd_pass, diagnose, namespace_reads, object_sweep
+from .crd_pass import CrdPass
 from .crd_sweep import CrdState
 from .freeing import Freer
 from .namespace_sweep import NamespaceState, NamespaceSweep
@@ -88,6 +91,7 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
         self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency)
+        self.crds = CrdPass(self.freer, self.workers)
         self.pacing.load = self.workers.in_flight_now  # a refusal's cut starts from what is in flight
         self.cluster.pace(self.pacing.refused, self.workers.parked)
         try:
@@ -121,8 +125,6 @@ class Engine:
             if not self._pass(pool, pending):
                 report.timed_out = True
                 break
-            if options.delete:
-                crd_sweep.delete(self.freer, self.workers, [c for c in pending.crds if c.ready])
             if not waiting:
                 break
             pending = self._still_there(pending)
@@ -142,14 +144,10 @@ class Engine:
 
     def _still_there(self, pending: _Targets) -> _Targets:
         exists = self.freer.exists
+        crds = [c for c in pending.crds if not c.refused and not self._hopeless(c) and c.uid != ""]
+        there = crd_pass.still_there(self.freer, crds)  # one list of CRDs for them all
         return _Targets(
-            [
-                c
-                for c in pending.crds
-                if not c.refused
-                and not self._hopeless(c)
-                and (c.uid is None or (c.uid and exists(crd_ref(c.crd.name), c.uid)))
-            ],
+            [c for c in crds if c.uid is None or c in there],
             [
                 o
                 for o in pending.objects
@@ -184,11 +182,11 @@ class Engine:
     def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:
         """One sweep over every target, as many jobs in flight as the pacing allows;
         False when the deadline cut it short."""
-        for crd in pending.crds:
-            crd.counting = 0
+        now = time.monotonic()
+        listing = [c for c in pending.crds if crd_pass.due(c, now)]  # a deleted CRD only when overdue
         self.namespaces.begin_pass()
         self.freer.begin_pass()
-        for job in self._jobs(pool, pending):
+        for job in self._jobs(pool, pending, listing):
             if self.deadline.expired():
                 break
             self._total += 1
@@ -198,13 +196,20 @@ class Engine:
         self._on_progress(Progress("unfinalize", self._done, self._total))
         if self.deadline.expired():
             return False
-        for crd in pending.crds:
+        for crd in listing:
             crd.blocked = crd.counting
         return True
 
-    def _jobs(self, pool: ThreadPoolExecutor, pending: _Targets) -> Iterator[Callable[[], object]]:
-        for state in pending.crds:
-            yield from crd_sweep.jobs(self.freer, state)  # waits for the preflight once its list is under way
+    def _jobs(
+        self, pool: ThreadPoolExecutor, pending: _Targets, crds: list[CrdState]
+    ) -> Iterator[Callable[[], object]]:
+        # Each CRD is deleted as soon as its instances are done (crd_pass); the lists
+        # wait for the preflight once under way.
+        jobs = self.crds.jobs(crds)
+        try:
+            yield from jobs
+        finally:
+            jobs.close()  # the deadline or an interrupt: stop the lists
         self.freer.cleared()
         for space in pending.spaces:
             yield from self.namespaces.jobs(pool, space)

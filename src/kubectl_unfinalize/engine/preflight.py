@@ -3,6 +3,16 @@
 One SelfSubjectAccessReview per (verb, resource, namespace), all at once; a name is asked
 about only where that broad question was denied, since only resourceNames rules can
 then still allow it.
+
+Many resources of one API group (the CRDs of a crossplane provider: hundreds) are first
+asked about together: one review per (verb, group, namespace) with resource "*". The
+API server's RBAC authorizer allows that only for a rule whose resources hold "*" (a
+literal match of "*" in its own words), and such a rule allows the verb on every
+resource of the group: so an allowed "*" stands for each of them. Denied, each resource
+is asked about on its own, as with a single one; a refusal still names the verb and
+resource. (Another authorizer might allow "*" and refuse one resource; the preflight
+only spares a run its first write, and the real request's 403 is then that object's
+outcome.)
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from ..options import Options
 from .workers import Mapper
 
 Check = tuple[str, Resource, str | None, str | None]
+GROUP_WIDE = 2  # resources of one group asked about with one review of resource "*", from this many
 
 
 def plan_checks(targets: Targets, options: Options) -> list[Check]:
@@ -47,8 +58,8 @@ def plan_checks(targets: Targets, options: Options) -> list[Check]:
 def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Mapper) -> None:
     """Raise PermissionDenied naming the user, verb and resource of the first refusal."""
     checks = plan_checks(targets, options)
-    broad = list(dict.fromkeys((verb, resource, ns, None) for verb, resource, ns, _ in checks))
-    denied = set(_denied(cluster, broad, pool))
+    broad: list[Check] = list(dict.fromkeys((verb, resource, ns, None) for verb, resource, ns, _ in checks))
+    denied = set(_denied_broad(cluster, broad, pool))
     narrow = [c for c in checks if c[3] is not None and (c[0], c[1], c[2], None) in denied]
     refused = [c for c in checks if c[3] is None and c in denied] + _denied(cluster, narrow, pool)
     if refused:
@@ -60,6 +71,22 @@ def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Mapper
         user = cluster.whoami()
         who = f"user {user!r} " if user else ""
         raise PermissionDenied(f"forbidden: {who}cannot {verb} {target} {where} (RBAC); nothing was changed")
+
+
+def _denied_broad(cluster: Cluster, checks: list[Check], pool: Mapper) -> list[Check]:
+    """The broad checks refused: a group's many resources first by one review of "*"."""
+    groups: dict[tuple[str, str, str | None], list[Check]] = {}
+    for check in checks:
+        verb, resource, namespace, _ = check
+        groups.setdefault((verb, resource.group, namespace), []).append(check)
+    whole: dict[Check, tuple[str, str, str | None]] = {
+        (verb, Resource(group, "", "*", "", namespace is not None), namespace, None): key
+        for key, members in groups.items()
+        if len(members) >= GROUP_WIDE
+        for verb, group, namespace in [key]
+    }
+    allowed = {whole[check] for check in whole} - {whole[check] for check in _denied(cluster, whole, pool)}
+    return _denied(cluster, [c for c in checks if (c[0], c[1].group, c[2]) not in allowed], pool)
 
 
 def _denied(cluster: Cluster, checks: Iterable[Check], pool: Mapper) -> list[Check]:

@@ -58,6 +58,30 @@ class Workers:
         else:
             self.requeue(job)
 
+    def push(self, job: Job) -> None:
+        """Run `job` without waiting for a place, counted in flight (even above the limit)
+        but not in the run's progress: a job that one ending elsewhere starts (a CRD's
+        delete, when its last instance is freed), whose thread must not wait on itself."""
+        with self._changed:
+            self._inflight += 1
+        self.requeue(_Uncounted(job))
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """A place within the limit, for a request that is not a job (a page of a list,
+        on a thread of its own), so that lists and jobs share one limit; it waits for
+        the place as submit() does."""
+        with self._changed:
+            while self._inflight >= self._limit():
+                self._changed.wait()
+            self._inflight += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._inflight -= 1
+                self._changed.notify_all()
+
     def requeue(self, job: Job, wait: float = 0.0) -> None:
         """Run `job` on a thread; it is already counted in flight (a patch the bulk
         sender hands back). `wait`: seconds it first waits, parked (a 429's Retry-After)."""

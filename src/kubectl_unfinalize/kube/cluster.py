@@ -37,10 +37,12 @@ class ListQuery:
 @dataclass(frozen=True)
 class Deleted:
     """A DELETE's answer: the uid to wait on, and the object if it is still there
-    (it has finalizers) so the caller can free it without reading it again."""
+    (it has finalizers) so the caller can free it without reading it again; its
+    resourceVersion then ("" if none), to tell when a controller has acted on it since."""
 
     uid: str
     remaining: ObjectMeta | None
+    version: str = ""
 
 
 class Cluster(Protocol):
@@ -253,7 +255,7 @@ class HttpCluster:
             return Deleted(str((answer.get("details") or {}).get("uid") or ""), None)
         meta = ObjectMeta.from_dict(ref.resource, answer)
         still_there = meta.terminating and bool(meta.finalizers)
-        return Deleted(meta.uid, meta if still_there else None)
+        return Deleted(meta.uid, meta if still_there else None, meta.resource_version)
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None:
         """keep=None removes every finalizer with a merge patch, which is idempotent. Keeping

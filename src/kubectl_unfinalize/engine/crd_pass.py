@@ -1,0 +1,200 @@
+"""Many CRDs as one job (an uninstalled crossplane provider leaves hundreds).
+
+Listing. The instances of several CRDs are listed at once, each list on a thread of its
+own (crd_sweep.jobs, with its read-ahead), and their jobs reach the main thread through
+one bounded queue as the pages arrive: the frees of one CRD start while others are still
+listed, and an empty CRD costs one list in the shadow of the others. At most LISTS lists
+are under way, and each page is read holding a place among the requests in flight the
+pacing allows (Workers.hold): lists and writes share one limit, so a throttled server
+that grants a few seats is asked no more than it grants.
+
+Deleting. With --delete a CRD is deleted as soon as its own list has ended and each of
+its instance jobs has finished, every one freed or gone (crd_sweep.CrdState.finished):
+a CRD with no instances is deleted at once, while the others are still freed. The order
+rule holds per CRD: each instance got its deletionTimestamp before its finalizers went,
+and a CRD with an instance that could not be freed is not deleted (not in this pass).
+
+Waiting. One metadata-only list of CRDs per poll tells which of those deleted by this
+run are still there (the same uid), gone, or re-created (another uid), instead of a GET
+per CRD per poll. Their instances are not listed again at every poll. Why that is
+enough: when the CRD was deleted every instance listed was gone or going. The API
+server's cleanup controller (apiextensions' CRDFinalizer) then first sets the CRD's
+Terminating condition (a status write: its resourceVersion changes), and from then on
+creates are refused; it deletes every instance left (a DeleteCollection per namespace)
+and lists them at once: with nothing holding them, the CRD goes within that round. What
+can hold it is an instance the run did not see: created between its list and the
+moment the controller began (creates are still accepted until then), or one whose
+finalizer the run could not know of; the controller then polls every 5 s. So a CRD
+whose controller has been at work on it for RELIST_AFTER seconds (its resourceVersion
+changed since the DELETE's answer) and that is still there has its instances listed and
+freed again, once: caught before the controller's next poll, and since creates are
+refused from then on, no later list could find more (it is listed again only while some
+of them could not be freed). A
+CRD the controller has not reached yet (hundreds deleted at once queue up behind its 5
+workers) is not re-listed: objects may still be created until it begins, and a list
+then would have to be repeated anyway. When that work is never seen (another server),
+UNSEEN_AFTER seconds after the DELETE stand for it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Generator
+from functools import partial
+
+from ..errors import UnfinalizeError
+from ..kube.cluster import ListQuery, crd_ref
+from ..model import CRD_RESOURCE, Action, ObjectMeta
+from . import crd_sweep
+from .crd_sweep import CrdState
+from .freeing import Freer
+from .workers import Job, Workers
+
+LISTS = 16  # CRD instance lists under way at once, at most (a list of 3 objects takes a round trip as a write does)
+QUEUED = 1000  # jobs listed ahead of the workers, at most (the lists wait meanwhile)
+RELIST_AFTER = 3.0  # seconds of the cleanup controller's work before a CRD still there has its instances listed again
+UNSEEN_AFTER = 10.0  # the same, from its DELETE, when that work is never seen
+ONE_LIST_FROM = 2  # CRDs waited on: from this many, one list of CRDs instead of a GET each
+
+_END = object()
+
+
+class CrdPass:
+    """The CRDs' part of each pass: construct once per run."""
+
+    def __init__(self, freer: Freer, workers: Workers) -> None:
+        self.freer = freer
+        self.workers = workers
+
+    def jobs(self, states: list[CrdState]) -> Generator[Job, None, None]:
+        """On the main thread: every instance job of `states`, as their lists bring them.
+        A failure of the listing threads (the preflight's refusal, a bug) is raised here;
+        closing this iterator (the deadline, an interrupt) stops the lists."""
+        if not states:
+            return
+        todo = iter(states)
+        take = threading.Lock()
+        feed: queue.Queue[object] = queue.Queue(QUEUED)
+        stop = threading.Event()
+        for state in states:
+            state.begin(self._settled if self.freer.options.delete else None)
+
+        def put(item: object) -> bool:
+            while not stop.is_set():
+                try:
+                    feed.put(item, timeout=0.2)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def lister() -> None:
+            try:
+                while not stop.is_set():
+                    with take:
+                        state = next(todo, None)
+                    if state is None:
+                        break
+                    self._list(state, put, stop)
+            except BaseException as exc:  # noqa: BLE001 - raised again on the main thread
+                put(exc)
+            put(_END)
+
+        threads = min(LISTS, len(states))
+        for i in range(threads):
+            threading.Thread(target=lister, name=f"unfinalize-list-{i}", daemon=True).start()
+        ended = 0
+        try:
+            while ended < threads:
+                item = feed.get()
+                if item is _END:
+                    ended += 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item  # type: ignore[misc]
+        finally:
+            stop.set()
+
+    def _list(self, state: CrdState, put: Callable[[object], bool], stop: threading.Event) -> None:
+        jobs = crd_sweep.jobs(self.freer, state, self.workers.hold)
+        try:
+            for job in jobs:
+                if not put(job):
+                    state.finished(failed=True)  # never to run: the CRD is not deleted this pass
+                    return
+        finally:
+            jobs.close()
+        if not stop.is_set():
+            state.ended()
+
+    def _settled(self, state: CrdState) -> None:
+        """Its list ended and each of its jobs finished: delete it now when they all went well."""
+        if state.ready:
+            self.workers.push(partial(self._delete, state))
+
+    def _delete(self, state: CrdState) -> None:
+        state.deleted_at, state.relist_every = time.monotonic(), RELIST_AFTER
+        crd_sweep.delete(self.freer, state)
+
+
+def due(state: CrdState, now: float) -> bool:
+    """Whether this pass lists the CRD's instances: always before it is deleted. Once
+    deleted, once more when the cleanup controller has been at work on it for
+    RELIST_AFTER seconds and it is still there: from then on no instance can be created,
+    so that list sees every one that can hold it, and the CRD is listed again only while
+    some of them could not be freed. When that work is never seen (another server),
+    UNSEEN_AFTER seconds after its DELETE, then at doubling intervals."""
+    if state.uid is None:
+        return True
+    if state.began is None:
+        start = state.deleted_at + UNSEEN_AFTER
+    elif not state.final_list:
+        start = state.began + RELIST_AFTER
+    elif state.blocked:
+        start = state.relist_at
+    else:
+        return False
+    if now < max(start, state.relist_at):
+        return False
+    state.final_list = state.began is not None
+    state.relist_at = now + state.relist_every
+    state.relist_every *= 2
+    return True
+
+
+def still_there(freer: Freer, states: list[CrdState]) -> list[CrdState]:
+    """Of the CRDs this run deleted, those still there with the uid it deleted; one list
+    of CRDs (metadata only) for them all, or a GET for a single one. A CRD re-created
+    meanwhile is reported, not waited on. A resourceVersion other than the DELETE's
+    answer's says the cleanup controller has begun (due() counts from then). When the
+    reads fail, all are kept: the next poll asks again, and the deadline bounds it."""
+    deleted = [s for s in states if s.uid]
+    try:
+        found = _read(freer, deleted)
+    except UnfinalizeError:
+        return deleted
+    now = time.monotonic()
+    kept = []
+    for state in deleted:
+        meta = found.get(state.crd.name)
+        if meta is None:
+            continue
+        if meta.uid != state.uid:
+            message = f"deleted, then re-created (new uid {meta.uid})"
+            freer.book.add(crd_ref(state.crd.name), Action.RECREATED, message=message)
+            continue
+        if state.began is None and meta.resource_version != state.version:
+            state.began = now
+        kept.append(state)
+    return kept
+
+
+def _read(freer: Freer, states: list[CrdState]) -> dict[str, ObjectMeta]:
+    if len(states) < ONE_LIST_FROM:
+        metas = [freer.cluster.get_meta(crd_ref(s.crd.name)) for s in states]
+        return {m.ref.name: m for m in metas if m is not None}
+    query = ListQuery(limit=freer.options.chunk_size)
+    return {meta.ref.name: meta for page in freer.cluster.list_meta(CRD_RESOURCE, query) for meta in page}
