@@ -45,7 +45,9 @@ def complete(*args, cluster=None):
 
 
 def test_first_word_is_the_crd_or_ns_subcommand():
-    assert complete("") == (["crd", "ns"], NO_FILE)
+    assert complete("") == (["crd", "ns", "scan"], NO_FILE)
+    assert complete("s") == (["scan"], NO_FILE)
+    assert complete("scan", "") == ([], NO_FILE)  # scan takes no names
     assert complete("c") == (["crd", "crds", "customresourcedefinition", "customresourcedefinitions"], NO_FILE)
     assert complete("n") == (["ns", "namespace", "namespaces"], NO_FILE)
     assert complete("customresourcedefinitions", "-f", "x", "") == ([], NO_FILE)
@@ -84,7 +86,7 @@ def test_flags_come_from_the_parser():
     every = {s for action in build_parser()._actions for s in action.option_strings}
     assert offered == every and directive == NO_FILE
     assert all("\t" in line and line.split("\t")[1] for line in lines)  # each with a description
-    assert complete("crd", "--o") == (["--only-terminating", "--output"], NO_FILE)
+    assert complete("crd", "--o") == (["--only-terminating", "--older-than", "--output"], NO_FILE)
     assert complete("crd", "x", "--dry-run", "-") == complete("crd", "x", "--dry-run=client", "-")
 
 
@@ -97,11 +99,11 @@ def test_flags_given_once_are_not_offered_again_but_repeatable_ones_are():
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        (("crd", "x", "-o", ""), ["text", "name", "json", "yaml"]),
+        (("crd", "x", "-o", ""), ["text", "name", "wide", "json", "yaml"]),
         (("crd", "x", "--output", "j"), ["json"]),
         (("crd", "x", "--output=y"), ["--output=yaml"]),
         (("crd", "x", "-oj"), ["-ojson"]),
-        (("crd", "x", "-qo", ""), ["text", "name", "json", "yaml"]),
+        (("crd", "x", "-qo", ""), ["text", "name", "wide", "json", "yaml"]),
         (("crd", "x", "--dry-run", ""), ["none", "client", "server"]),
         (("crd", "x", "--dry-run="), ["--dry-run=none", "--dry-run=client", "--dry-run=server"]),
         (("crd", "x", "--delete", "--wait="), ["--wait=true", "--wait=false"]),

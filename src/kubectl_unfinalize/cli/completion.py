@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from .connection_flags import parse_bool, to_connection_options
-from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser
+from .flags import CRD_WORDS, NAMESPACE_WORDS, SCAN_WORDS, build_parser
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
 DIRECTIVE_NO_FILE = 4
@@ -61,8 +61,8 @@ def complete(words: Sequence[str], to_complete: str, lister: Lister | None = Non
         return [], DIRECTIVE_NO_FILE  # -f selects everything; no positional words expected
     if not state.positionals:
         if not to_complete:
-            return ["crd", "ns"], DIRECTIVE_NO_FILE
-        return [w for w in CRD_WORDS + NAMESPACE_WORDS if w.startswith(to_complete)], DIRECTIVE_NO_FILE
+            return ["crd", "ns", "scan"], DIRECTIVE_NO_FILE
+        return [w for w in CRD_WORDS + NAMESPACE_WORDS + SCAN_WORDS if w.startswith(to_complete)], DIRECTIVE_NO_FILE
     word = state.positionals[0].lower()
     if word not in CRD_WORDS + NAMESPACE_WORDS:
         return [], DIRECTIVE_NO_FILE

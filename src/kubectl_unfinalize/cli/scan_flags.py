@@ -72,6 +72,8 @@ def scan_problem(args: argparse.Namespace) -> str:
         return "scan prints -o text, wide, json or yaml, not name"
     if args.namespace and args.all_namespaces:
         return "-n and -A cannot be combined"
+    if args.timeout is not None and args.timeout <= 0:
+        return "--timeout must be greater than 0"
     if args.concurrency < 1 or args.chunk_size < 1:
         return "--concurrency and --chunk-size must be at least 1"
     return ""

@@ -79,8 +79,8 @@ def discover(cluster: ScanCluster) -> tuple[list[Resource], list[str]]:
 
 def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> Listed:
     listed = Listed(resource)
-    query = ListQuery(namespace=options.namespace, limit=options.chunk_size)
-    is_crd = resource == CRD_RESOURCE
+    query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
+    is_crd = resource.qualified == CRD_RESOURCE.qualified
     try:
         for page in cluster.list_metadata(resource, query):
             listed.total += len(page)
@@ -124,7 +124,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     resources, unavailable = discover(cluster)
     report.not_scanned += [f"{gv}: unavailable in discovery; its objects were not scanned" for gv in unavailable]
     if options.namespace:
-        resources = [r for r in resources if r.namespaced or r == CRD_RESOURCE]
+        resources = [r for r in resources if r.namespaced or r.qualified == CRD_RESOURCE.qualified]
     with ThreadPoolExecutor(max(1, options.concurrency)) as pool:
         apiservice_job = pool.submit(_objects, cluster, APISERVICE_RESOURCE)
         lease_job = pool.submit(_objects, cluster, LEASES)
@@ -138,7 +138,9 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     report.not_scanned += [listed.failure for listed in lists if listed.failure]
     if lease_failure:
         report.not_scanned.append(f"evidence: {lease_failure}")
-    crd_list = next((listed for listed in lists if listed.resource == CRD_RESOURCE), Listed(CRD_RESOURCE))
+    crd_list = next(
+        (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), Listed(CRD_RESOURCE)
+    )
     totals = {listed.resource.qualified: (-1 if listed.failure else listed.total) for listed in lists}
     served = {service_name: where for service_name, where, _ in _apiservice_rows(apiservices)}
     context = _Context(
