@@ -20,7 +20,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from .connection_flags import parse_bool, to_connection_options
-from .flags import CRD_WORDS, NAMESPACE_WORDS, SCAN_WORDS, build_parser
+from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser
+from .scan_flags import SCAN_WORDS
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
 DIRECTIVE_NO_FILE = 4
