@@ -1,0 +1,337 @@
+"""`scan` on a real control plane (issue 17, acceptance 1 and 2): 200 terminating custom
+resources of a stopped kopf operator in 3 namespaces, the same group's objects under a
+running kopf operator whose delete handler keeps retrying, a ConfigMap and a PVC with a
+dead operator's finalizer, a namespace blocked by an unavailable APIService and a
+Terminating CRD. The cluster is built once for the module; the last test frees it with
+the commands scan printed."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from crdinfo import CrdInfo
+from crs import create, create_many, wait_until
+from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "docs" / "scan.schema.json").read_text())
+OPERATOR = Path(__file__).parent / "operator" / "scan_operator.py"
+KOPF = "kopf.zalando.org/KopfFinalizerMarker"
+GRACE = 30  # engine.evidence.GRACE: until then a deletion without evidence is "pending"
+STALLS = 200
+
+
+def crd_body(group: str, kind: str, plural: str) -> dict:
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": {"status": {}}}
+            ],
+        },
+    }
+
+
+def start_operator(kube_env, group: str, plural: str, log: Path, delete: str = "") -> subprocess.Popen:
+    env = dict(kube_env, OPERATOR_GROUP=group, OPERATOR_PLURAL=plural, OPERATOR_DELETE=delete)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces", str(OPERATOR)],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def finalized(api_client, info: CrdInfo, count: int) -> bool:
+    items = CustomObjectsApi(api_client).list_cluster_custom_object(info.group, "v1", info.plural)["items"]
+    return len(items) == count and all(KOPF in (o["metadata"].get("finalizers") or []) for o in items)
+
+
+class World:
+    """What the module built: names the tests assert on."""
+
+    def __init__(self, tag: str) -> None:
+        self.group = f"sc{tag}.unfinalize.test"
+        self.relic_group = f"rl{tag}.unfinalize.test"
+        self.stalls = CrdInfo.of(self.group, "Stall")
+        self.gadgets = CrdInfo.of(self.group, "Gadget")
+        self.relics = CrdInfo.of(self.relic_group, "Relic")
+        self.namespaces = [f"scan-{tag}-{c}" for c in "abc"]
+        self.blocked = f"scan-{tag}-blocked"
+        self.dead = f"dead.{self.group}/cleanup"
+        self.relic_finalizer = f"{self.relic_group}/keep"
+        self.apiservice_group = f"as{tag}.unfinalize.test"
+        self.apiservice = f"v1beta1.{self.apiservice_group}"
+        self.operator: subprocess.Popen | None = None
+
+
+@pytest.fixture(scope="module")
+def world(api_client, kubectl, kube_env, tmp_path_factory):
+    logs = tmp_path_factory.mktemp("scan-operators")
+    w = World(secrets.token_hex(3))
+    core = CoreV1Api(api_client)
+    try:
+        for name in [*w.namespaces, w.blocked]:
+            kubectl("create", "namespace", name)
+        crds = [crd_body(i.group, i.kind, i.plural) for i in (w.stalls, w.gadgets, w.relics)]
+        kubectl("apply", "-f", "-", input=yaml.safe_dump_all(crds))
+        for info in (w.stalls, w.gadgets, w.relics):
+            kubectl("wait", "--for=condition=Established", f"crd/{info.name}", "--timeout=30s")
+
+        # 200 objects a kopf operator finalized; it stops, then they are deleted.
+        stopped = start_operator(kube_env, w.group, "stalls", logs / "stopped.log")
+        try:
+            create_many(api_client, w.stalls, STALLS, w.namespaces, prefix="stall-")
+            wait_until("kopf to finalize 200 stalls", lambda: finalized(api_client, w.stalls, STALLS), timeout=120)
+        finally:
+            stop(stopped)
+        for ns in w.namespaces:
+            kubectl("delete", w.stalls.name, "--all", "-n", ns, "--wait=false")
+
+        # The same group's gadgets under a running operator whose delete handler keeps retrying.
+        w.operator = start_operator(kube_env, w.group, "gadgets", logs / "running.log", delete="fail")
+        for i in range(3):
+            create(api_client, w.gadgets, f"gadget-{i}", w.namespaces[0])
+        wait_until("kopf to finalize 3 gadgets", lambda: finalized(api_client, w.gadgets, 3), timeout=60)
+        kubectl("delete", w.gadgets.name, "--all", "-n", w.namespaces[0], "--wait=false")
+
+        # A ConfigMap and a PVC with a dead operator's finalizer.
+        core.create_namespaced_config_map(
+            w.namespaces[0], {"metadata": {"name": "orphaned", "finalizers": [w.dead]}, "data": {"k": "v"}}
+        )
+        claim = {
+            "metadata": {"name": "orphaned", "finalizers": [w.dead]},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}},
+        }
+        core.create_namespaced_persistent_volume_claim(w.namespaces[0], claim)
+        kubectl("delete", "configmap,pvc", "orphaned", "-n", w.namespaces[0], "--wait=false")
+
+        # A Terminating CRD whose two objects a dead controller's finalizer holds.
+        for i in range(2):
+            create(api_client, w.relics, f"relic-{i}", w.namespaces[1], finalizers=[w.relic_finalizer])
+        kubectl("delete", "crd", w.relics.name, "--wait=false")
+
+        # A namespace the namespace controller cannot finish: an APIService without its Service.
+        service = {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": w.apiservice},
+            "spec": {
+                "group": w.apiservice_group,
+                "version": "v1beta1",
+                "service": {"namespace": "default", "name": f"missing-{w.apiservice_group.split('.')[0]}"},
+                "groupPriorityMinimum": 1000,
+                "versionPriority": 15,
+                "insecureSkipTLSVerify": True,
+            },
+        }
+        kubectl("apply", "-f", "-", input=yaml.safe_dump(service))
+        wait_until(
+            f"APIService {w.apiservice} Available=False",
+            lambda: (
+                '"False"' in kubectl("get", "apiservice", w.apiservice, "-o", "jsonpath={.status.conditions}").stdout
+            ),
+        )
+        core.create_namespaced_config_map(w.blocked, {"metadata": {"name": "content"}, "data": {"k": "v"}})
+        kubectl("delete", "namespace", w.blocked, "--wait=false")
+        deleted_at = time.monotonic()  # the last deletion
+        wait_until(
+            "the namespace controller to report its discovery failure",
+            lambda: (
+                "NamespaceDeletionDiscoveryFailure"
+                in kubectl("get", "namespace", w.blocked, "-o", "jsonpath={.status.conditions}").stdout
+            ),
+            timeout=60,
+        )
+        time.sleep(max(0.0, GRACE + 2 - (time.monotonic() - deleted_at)))  # past the grace of a deletion
+        yield w
+    finally:
+        if w.operator is not None:
+            stop(w.operator)
+        kubectl("delete", "apiservice", w.apiservice, "--ignore-not-found", check=False)
+        from kubectl_unfinalize import unfinalize
+
+        crds = [w.stalls.name, w.gadgets.name, w.relics.name]
+        report = unfinalize(crds=crds, delete=True, timeout=90, kubeconfig=kube_env["KUBECONFIG"])
+        for kind in ("configmap", "pvc"):
+            kubectl("patch", kind, "orphaned", "-n", w.namespaces[0], "--type=merge", "-p",
+                    '{"metadata":{"finalizers":null}}', check=False)  # fmt: skip
+        for name in [*w.namespaces, w.blocked]:
+            kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+        report.raise_for_failure()
+
+
+def scan_json(cli, *args) -> tuple[dict, subprocess.CompletedProcess]:
+    result = cli("scan", "-o", "json", *args)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout), result
+
+
+def groups(document: dict) -> dict[tuple[str, str], dict]:
+    return {(g["finalizer"], g["resource"]): g for g in document["groups"] if g["terminating"]}
+
+
+def test_one_group_per_finalizer_and_type_with_counts_evidence_verdicts_and_commands(world, cli):
+    w = world
+    document, result = scan_json(cli)
+    assert result.returncode == 1, result.stderr  # something is stuck: the CI gate fails
+    jsonschema.validate(document, SCHEMA)
+    found = groups(document)
+
+    stalls = found[(KOPF, w.stalls.name)]
+    assert stalls["count"] == STALLS and stalls["namespaces"] == sorted(w.namespaces)
+    assert stalls["state"] == "stuck" and stalls["verdict"].startswith("stuck: no controller seen for"), stalls
+    assert "kopf" in [m["name"] for m in stalls["managers"]] and "field manager" in stalls["owner"]["name"]
+    assert any(e.startswith("last write by kopf") and "before the deletion" in e for e in stalls["evidence"]), stalls
+    assert stalls["owner"]["crd"] == w.stalls.name
+    assert stalls["commands"] == [f"kubectl unfinalize crd {w.stalls.name} --only-terminating --finalizer {KOPF}"]
+
+    gadgets = found[(KOPF, w.gadgets.name)]
+    assert gadgets["count"] == 3 and gadgets["state"] == "working" and not gadgets["stuck"], gadgets
+    assert any(e.startswith("last write by kopf") and "after the deletion" in e for e in gadgets["evidence"])
+    assert gadgets["commands"] == []
+
+    for resource in ("configmaps", "persistentvolumeclaims"):
+        group = found[(w.dead, resource)]
+        assert group["count"] == 1 and group["stuck"] and group["namespaces"] == [w.namespaces[0]], group
+        assert group["owner"]["kind"] == "crd" and w.group in group["owner"]["name"]  # dead.<group> names it
+        assert group["commands"] == [
+            f"kubectl unfinalize {resource} orphaned -n {w.namespaces[0]} --finalizer {w.dead}"
+        ]
+
+    relics = found[(w.relic_finalizer, w.relics.name)]
+    assert relics["count"] == 2 and relics["stuck"]
+    assert relics["commands"] == [f"kubectl unfinalize crd {w.relics.name} --delete"]
+    (crd,) = [c for c in document["crds"] if c["name"] == w.relics.name]
+    assert crd["stuck"] and crd["instances"] == 2 and crd["conversion"] == "None"
+    assert crd["commands"] == [f"kubectl unfinalize crd {w.relics.name} --delete"]
+
+    (blocked,) = [n for n in document["namespaces"] if n["name"] == w.blocked]
+    assert blocked["stuck"] and w.apiservice in blocked["apiServices"]
+    assert any(c.startswith("NamespaceDeletionDiscoveryFailure") for c in blocked["conditions"]), blocked
+    assert blocked["commands"] == [
+        f"kubectl delete apiservice {w.apiservice}",
+        f"kubectl unfinalize ns {w.blocked} --delete",
+    ]
+    assert (
+        f"{w.apiservice_group}/v1beta1: unavailable in discovery; its objects were not scanned"
+        in document["notScanned"]
+    )
+
+    text = cli("scan")
+    assert text.returncode == 1
+    lines = text.stdout.splitlines()
+    row = next(line for line in lines if line.strip().startswith(w.stalls.name))
+    assert row.split()[:2] == [w.stalls.name, str(STALLS)] and "stuck: no controller seen for" in row
+    row = next(line for line in lines if line.strip().startswith(w.gadgets.name))
+    assert "working: last write" in row, text.stdout
+    for command in stalls["commands"] + crd["commands"] + blocked["commands"]:
+        assert f"free: {command}" in text.stdout
+    assert f"not scanned: {w.apiservice_group}/v1beta1" in text.stderr
+
+
+def test_namespace_narrows_the_scan(world, cli):
+    w = world
+    document, result = scan_json(cli, "-n", w.namespaces[1])
+    assert result.returncode == 1
+    jsonschema.validate(document, SCHEMA)
+    found = groups(document)
+    assert found[(KOPF, w.stalls.name)]["count"] == len(range(1, STALLS, 3))
+    assert found[(w.relic_finalizer, w.relics.name)]["count"] == 2
+    assert all(g["namespaces"] == [w.namespaces[1]] and g["namespaced"] for g in document["groups"])
+    assert (KOPF, w.gadgets.name) not in found and document["crds"] == [] and document["namespaces"] == []
+    assert found[(KOPF, w.stalls.name)]["commands"][0].endswith(f" -n {w.namespaces[1]}")
+
+
+def listable_except_secrets(kubectl) -> list[dict]:
+    names = kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
+    by_group: dict[str, list[str]] = {}
+    for name in names:
+        plural, _, group = name.partition(".")
+        if name != "secrets":
+            by_group.setdefault(group, []).append(plural)
+    return [{"apiGroups": [g], "resources": sorted(p), "verbs": ["get", "list"]} for g, p in by_group.items()]
+
+
+def test_a_user_who_cannot_list_secrets_gets_one_line_for_them_and_the_rest(world, cli, kubectl, kubeconfig, tmp_path):
+    from test_bad_input import granted, token_kubeconfig
+
+    w = world
+    ns = w.namespaces[2]
+    kubectl("create", "serviceaccount", "scanner", "-n", ns)
+    subject = {"kind": "ServiceAccount", "name": "scanner", "namespace": ns}
+    with granted(kubectl, f"{ns}-scanner", listable_except_secrets(kubectl), subject):
+        limited = token_kubeconfig(kubectl, kubeconfig, ns, "scanner", tmp_path)
+        result = cli("scan", "--kubeconfig", limited)
+        assert result.returncode == 1, result.stderr
+        about_secrets = [line for line in result.stderr.splitlines() if "secrets" in line]
+        assert about_secrets == ["not scanned: secrets: forbidden: cannot list secrets cluster-wide (RBAC)"], (
+            result.stderr
+        )
+        assert "Traceback" not in result.stderr
+        row = next(line for line in result.stdout.splitlines() if line.strip().startswith(w.stalls.name))
+        assert row.split()[1] == str(STALLS)
+
+
+def test_the_python_api_reports_the_same_and_raises_in_a_final_check(world, kube_env):
+    from kubectl_unfinalize import IncompleteError, ScanReport, scan
+
+    report = scan(kubeconfig=kube_env["KUBECONFIG"])
+    assert isinstance(report, ScanReport) and not report.ok
+    stuck = {(g.finalizer, g.resource) for g in report.groups if g.stuck}
+    assert (KOPF, world.stalls.name) in stuck and (KOPF, world.gadgets.name) not in stuck
+    with pytest.raises(IncompleteError, match=f"{STALLS} {world.stalls.name} held by {KOPF}"):
+        report.raise_if_stuck()
+
+
+def run_printed(command: str, cli, kubectl) -> subprocess.CompletedProcess:
+    words = shlex.split(command)
+    if words[:2] == ["kubectl", "unfinalize"]:
+        return cli(*words[2:], timeout=300)
+    assert words[0] == "kubectl", command
+    return kubectl(*words[1:], check=False)
+
+
+def test_printed_commands_free_everything(world, cli, kubectl):
+    """Each command scan printed, run as printed, in order: afterwards scan exits 0 (the
+    running operator's gadgets are working, not stuck, and get no command). The `TYPE
+    NAME` commands (the ConfigMap and the PVC) need the `kubectl unfinalize TYPE NAME` form."""
+    before = cli("scan")
+    assert before.returncode == 1
+    commands = []
+    for line in before.stdout.splitlines():
+        if line.strip().startswith("free: ") and line.strip()[6:] not in commands:
+            commands.append(line.strip()[6:])
+    assert len(commands) >= 5, before.stdout
+    for command in commands:
+        result = run_printed(command, cli, kubectl)
+        assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    after = cli("scan")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert world.gadgets.name in after.stdout  # still there, still working
