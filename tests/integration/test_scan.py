@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 import yaml
 from crdinfo import CrdInfo
-from crs import create, create_many, wait_until
+from crs import create, create_many, crd_state, wait_until
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,7 +177,7 @@ def world(api_client, kubectl, kube_env, tmp_path_factory):
         kubectl("delete", "apiservice", w.apiservice, "--ignore-not-found", check=False)
         from kubectl_unfinalize import unfinalize
 
-        crds = [w.stalls.name, w.gadgets.name, w.relics.name]
+        crds = [i.name for i in (w.stalls, w.gadgets, w.relics) if crd_state(api_client, i.name) is not None]
         report = unfinalize(crds=crds, delete=True, timeout=90, kubeconfig=kube_env["KUBECONFIG"])
         for kind in ("configmap", "pvc"):
             kubectl("patch", kind, "orphaned", "-n", w.namespaces[0], "--type=merge", "-p",
