@@ -11,6 +11,8 @@
    object (user+sys of the process and its children), peak RSS.
 3. far cluster: the same through a loopback proxy adding 50 ms each way (100 ms round trip).
 4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
+5. scan: ``kubectl unfinalize scan`` over 20,000 terminating objects in 50 CRDs against
+   bench/lister (client-go listing every type metadata-only): time, peak RSS, ratio.
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -41,13 +43,14 @@ from pathlib import Path
 from controlplane import K8S_VERSION, ControlPlane, find_binaries
 
 from . import ROOT, small
+from . import scan as scan_section
 from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
 from .report import Report
 from .throughput import Results, Throughput
 
-SECTIONS = ["small", "throughput", "far", "rss"]
+SECTIONS = ["small", "throughput", "far", "rss", "scan"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +64,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--far-n", type=int, action="append", metavar="N", help="far sizes (default 2000, 5000)")
     parser.add_argument("--delay", type=float, default=0.05, help="far: seconds added each way (default 0.05)")
     parser.add_argument("--large", action="store_true", help="rss: also N=100,000")
+    parser.add_argument("--scan-types", type=int, help="scan: CRDs (default 50)")
+    parser.add_argument("--scan-per-type", type=int, help="scan: terminating objects per CRD (default 400)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
     parser.add_argument(
@@ -74,6 +79,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.runs = args.runs or (3 if args.quick else 10)
     args.sizes = args.n or ([200] if args.quick else [2000, 10000])
     args.far_sizes = args.far_n or ([200] if args.quick else [2000, 5000])
+    args.scan_types = args.scan_types or (5 if args.quick else 50)
+    args.scan_per_type = args.scan_per_type or (40 if args.quick else 400)
     args.rss_sizes = [200] if args.quick else [10000] + ([100000] if args.large else [])
     return args
 
@@ -88,6 +95,8 @@ def settings(args: argparse.Namespace) -> dict:
         "far_sizes": args.far_sizes,
         "delay_s": args.delay,
         "rss_sizes": args.rss_sizes,
+        "scan_types": args.scan_types,
+        "scan_per_type": args.scan_per_type,
         "quick": args.quick,
         "tool": args.tool,
         "kubeconfig": args.kubeconfig,
@@ -161,5 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "rss" in args.sections:
             report.rss(*bench.rss(args.rss_sizes, kubeconfig, throughput))
+        if "scan" in args.sections:
+            types, per_type = args.scan_types, args.scan_per_type
+            scan_section.run(report, kube, peers, kubeconfig, namespaces, types, per_type, args.repeat)
     report.finish()
     return 0
