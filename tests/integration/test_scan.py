@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 import yaml
 from crdinfo import CrdInfo
-from crs import create, create_many, crd_state, wait_until
+from crs import crd_state, create, create_many, wait_until
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,20 +27,24 @@ scan (read-only): kubectl unfinalize scan [-n NS|-A] [-o text|wide|json|yaml]
 finalizers, in every resource type the server serves (built-in, custom, aggregated),
 plus Terminating CRDs and namespaces: one group per finalizer and resource type, with
 how many, the oldest wait, the namespaces, who owns the finalizer (built-in controller,
-CRD group, APIService, the field manager that wrote it) and a verdict from the
-evidence the cluster holds (the field manager's writes, Leases, kopf peering):
+CRD group, APIService, the field manager that wrote it) and a verdict from the evidence
+the cluster holds (the field manager's writes, Leases, kopf peering). A type that cannot
+be listed (403, an unavailable API) is one line on stderr and the rest is still
+scanned. -o json|yaml prints one document (docs/scan.schema.json). Exit 0 when nothing
+is stuck, 1 when something is: a CI gate for "the teardown left nothing behind".
+
+scan verdicts:
   working   the finalizer's field manager wrote after the deletion, within 2m
   alive     a Lease or kopf peering entry matching the controller is fresh (for 15m)
   pending   deleted less than 30s ago, no evidence either way yet
   built-in  a Kubernetes controller's finalizer, waiting (stuck after 10m)
-  stuck     none of the above: the group is followed by the command that frees it
-    (crd NAME --delete for a Terminating CRD's objects, crd NAME --only-terminating
-    --finalizer F for a CRD that stays, TYPE NAME -n NS --finalizer F for other types,
-    ns NAME --delete for a namespace); a built-in finalizer only with --finalizer.
-A type that cannot be listed (403, an unavailable API) is one line on stderr and the
-rest is still scanned. -o json|yaml prints one document (docs/scan.schema.json).
-Exit 0 when nothing is stuck, 1 when something is: a CI gate for "the teardown left
-nothing behind"."""
+  stuck     none of the above; the group is followed by the command that frees it
+
+scan commands: crd NAME --delete for a Terminating CRD's objects; crd NAME
+--only-terminating --finalizer F for the objects of a CRD that stays; TYPE NAME -n NS
+--finalizer F for other types; ns NAME --delete for a namespace, after kubectl delete
+apiservice NAME for an unavailable APIService; a built-in finalizer only ever with
+--finalizer."""
 
 
 def add_scan_flags(group: argparse._ArgumentGroup) -> None:

@@ -44,7 +44,7 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
         yield "nothing is stuck: no object is being deleted and held by finalizers"
         return
     if report.groups:
-        width = max(len(g.resource) for g in report.groups) + 2
+        width = max(max(len(g.resource) for g in report.groups) + 2, 18)
         yield f"{'FINALIZER / RESOURCE':<{width + 2}} {'COUNT':>6}  {'OLDEST':<7} {'NAMESPACES':<28} VERDICT"
         finalizer = None
         for group in sorted(report.groups, key=lambda g: (g.finalizer, not g.stuck, g.resource)):
