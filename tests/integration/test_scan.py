@@ -269,6 +269,60 @@ def test_namespace_narrows_the_scan(world, cli):
     assert found[(KOPF, w.stalls.name)]["commands"][0].endswith(f" -n {w.namespaces[1]}")
 
 
+def test_older_than_and_an_empty_namespace_exit_0(world, cli, kubectl):
+    w = world
+    young = cli("scan", "-n", w.namespaces[0], "--older-than", "1h")
+    assert young.returncode == 0 and young.stdout.startswith("nothing is stuck"), young.stdout + young.stderr
+    quiet = f"{w.blocked}-quiet"
+    kubectl("create", "namespace", quiet)
+    try:
+        result = cli("scan", "-n", quiet, "-o", "yaml")
+        assert result.returncode == 0, result.stderr
+        document = yaml.safe_load(result.stdout)
+        jsonschema.validate(document, SCHEMA)
+        assert document["ok"] and document["groups"] == [] and document["namespace"] == quiet
+    finally:
+        kubectl("delete", "namespace", quiet, "--wait=false")
+
+
+def test_a_fresh_lease_named_after_the_finalizer_is_evidence_of_a_live_controller(world, api_client, cli, kubectl):
+    """A controller-runtime style leader Lease, renewed now, named after the finalizer's
+    domain: the group is `alive`, not stuck, and the Lease is named as the evidence."""
+    from datetime import datetime, timezone
+
+    from kubernetes.client import CoordinationV1Api
+
+    w = world
+    ns, finalizer = w.namespaces[2], f"leased.{w.group}/cleanup"
+    core = CoreV1Api(api_client)
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "leased", "finalizers": [finalizer]}, "data": {"k": "v"}}
+    )
+    kubectl("delete", "configmap", "leased", "-n", ns, "--wait=false")
+    lease = {
+        "metadata": {"name": "leased-controller-leader"},
+        "spec": {
+            "holderIdentity": "leased-controller-7d9f_0a1b",
+            "leaseDurationSeconds": 15,
+            "renewTime": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        },
+    }
+    CoordinationV1Api(api_client).create_namespaced_lease(ns, lease)
+    try:
+        time.sleep(GRACE + 1)  # past the grace: without the Lease this would be stuck
+        lease["spec"]["renewTime"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        CoordinationV1Api(api_client).patch_namespaced_lease("leased-controller-leader", ns, lease)
+        document, _ = scan_json(cli, "-n", ns)
+        group = groups(document)[(finalizer, "configmaps")]
+        assert group["state"] == "alive" and not group["stuck"] and group["commands"] == [], group
+        assert group["verdict"].startswith("alive: Lease renewed"), group
+        held = f"Lease {ns}/leased-controller-leader held by leased-controller-7d9f_0a1b, renewed"
+        assert any(e.startswith(held) for e in group["evidence"]), group
+    finally:
+        CoordinationV1Api(api_client).delete_namespaced_lease("leased-controller-leader", ns)
+        core.patch_namespaced_config_map("leased", ns, {"metadata": {"finalizers": None}})
+
+
 def listable_except_secrets(kubectl) -> list[dict]:
     names = kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
     by_group: dict[str, list[str]] = {}

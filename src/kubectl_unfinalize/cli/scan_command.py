@@ -9,6 +9,8 @@ import threading
 
 from ..errors import ExitStatus, UnfinalizeError
 
+SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each holds one page in memory
+
 
 def run(args: argparse.Namespace) -> int:
     from ..api import scan
@@ -24,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
                 namespace=args.namespace,
                 include_live=args.include_live,
                 older_than=args.older_than,
-                concurrency=min(args.concurrency, 32),  # lists in flight; each holds one page
+                concurrency=min(args.concurrency, SCAN_LISTS),
                 chunk_size=args.chunk_size,
                 timeout=args.timeout,
                 connection=connection,
