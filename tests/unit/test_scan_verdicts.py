@@ -157,3 +157,34 @@ def test_commands():
         "kubectl delete apiservice v1.x.io",
         "kubectl unfinalize ns n --delete",
     ]
+
+
+def test_a_terminating_namespace_is_pending_then_stuck_with_its_reasons_or_working_with_its_contents():
+    from kubectl_unfinalize.engine import scan_namespaces
+    from kubectl_unfinalize.scan_model import Group
+
+    obj = {
+        "metadata": {"name": "n"},
+        "status": {"conditions": [{"type": "NamespaceContentRemaining", "status": "True", "message": "1 left"}]},
+    }
+    assert scan_namespaces.judge(obj, 5, [], [], 30).verdict == "pending: Terminating for 5s"
+    stuck = scan_namespaces.judge(obj, 60, [], ["v1.x.io"], 30)
+    assert stuck.stuck and stuck.verdict == (
+        "stuck: Terminating for 1m; NamespaceContentRemaining; APIService v1.x.io unavailable"
+    )
+    assert stuck.commands == ["kubectl delete apiservice v1.x.io", "kubectl unfinalize ns n --delete"]
+    working = Group(KOPF, "gadgets.g", "Gadget", "g/v1", True, 1, True, 50, "", ["n"], [], "", "unknown")
+    working.verdict, working.state = "working: last write 1s ago", State.WORKING
+    judged = scan_namespaces.judge(obj, 60, [working], [], 30)
+    assert not judged.stuck and judged.verdict.startswith("working: Terminating for 1m; working: last write 1s ago")
+    assert scan_namespaces.judge(obj, scan_namespaces.NAMESPACE_PATIENCE + 1, [working], [], 30).stuck
+
+
+def test_the_python_api_refuses_bad_values_before_connecting():
+    import pytest
+
+    from kubectl_unfinalize import InputError, scan
+
+    for kwargs in ({"older_than": -1}, {"grace": -1}, {"concurrency": 0}, {"kubeconfig": "x", "connection": object()}):
+        with pytest.raises(InputError):
+            scan(**kwargs)

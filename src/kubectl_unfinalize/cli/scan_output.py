@@ -50,13 +50,13 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
         for group in sorted(report.groups, key=lambda g: (g.finalizer, not g.stuck, g.resource)):
             if group.finalizer != finalizer:
                 finalizer = group.finalizer
-                owner = group.owner if wide else group.owner.split("; ")[0]
-                yield f"{finalizer}  (owner: {owner})"
+                yield f"{finalizer}  (owner: {group.owner.split('; ')[0]})"
             oldest = age(group.oldest_seconds) if group.terminating else "-"
             yield (
                 f"  {group.resource:<{width}} {group.count:>6}  {oldest:<7} {_namespaces(group):<28} {group.verdict}"
             )
             if wide:
+                yield f"      owner: {group.owner}"
                 for item in group.evidence:
                     yield f"      evidence: {item}"
                 for manager in group.managers:

@@ -15,6 +15,11 @@ Thresholds (seconds), chosen for controllers that watch what they own:
   waits for something that will not happen by itself (a pod using a claim, a load balancer).
 - A Lease is fresh when renewed within twice its leaseDurationSeconds (at least 30 s); a
   kopf peer when seen within its own lifetime.
+
+Limits, said rather than hidden: a kopf peering entry says that a kopf operator is alive,
+not which one, so with several kopf operators sharing a ClusterKopfPeering a stopped
+one's objects read `alive` until ALIVE_PATIENCE; a Lease is matched by name only. Ages
+are this machine's clock against the API server's timestamps: a skewed clock shifts them.
 """
 
 from __future__ import annotations
