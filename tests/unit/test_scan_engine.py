@@ -240,3 +240,16 @@ def test_nothing_to_report():
     report = scan(fake, ScanOptions(), clock=lambda: NOW)
     assert report.ok and render(report, "text").startswith("nothing is stuck")
     report.raise_if_stuck()
+
+
+def test_evidence_that_cannot_be_read_is_said_and_never_guessed():
+    fake = cluster()
+    fake.forbidden |= {"apiservices", "leases"}
+    report = scan(fake, ScanOptions(), clock=lambda: NOW)
+    evidence_lines = [line for line in report.not_scanned if line.startswith("evidence: ")]
+    assert evidence_lines == [
+        "evidence: cannot list apiservices.apiregistration.k8s.io: forbidden",
+        "evidence: cannot list leases.coordination.k8s.io: forbidden",
+    ]
+    (ns,) = report.namespaces
+    assert ns.apiservices == [] and ns.stuck  # still stuck from its own condition, no APIService named

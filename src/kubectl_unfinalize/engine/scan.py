@@ -130,14 +130,13 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
         lease_job = pool.submit(_objects, cluster, LEASES)
         peering_job = pool.submit(_peerings, cluster, resources)
         lists = list(pool.map(lambda r: list_type(cluster, r, options, now), resources))
-        apiservices, _ = apiservice_job.result()  # unreadable: no APIService is blamed or named
+        apiservices, apiservice_failure = apiservice_job.result()  # unreadable: none is blamed or named
         leases, lease_failure = lease_job.result()
         peerings = peering_job.result()
     report.types = len(lists)
     report.objects = sum(listed.total for listed in lists)
     report.not_scanned += [listed.failure for listed in lists if listed.failure]
-    if lease_failure:
-        report.not_scanned.append(f"evidence: {lease_failure}")
+    report.not_scanned += [f"evidence: {failure}" for failure in (apiservice_failure, lease_failure) if failure]
     crd_list = next(
         (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), Listed(CRD_RESOURCE)
     )
