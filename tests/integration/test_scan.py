@@ -323,6 +323,87 @@ def test_a_fresh_lease_named_after_the_finalizer_is_evidence_of_a_live_controlle
         core.patch_namespaced_config_map("leased", ns, {"metadata": {"finalizers": None}})
 
 
+def test_a_fresh_kopf_peering_entry_is_evidence_of_a_live_kopf_operator(
+    world, api_client, cli, kubectl, kube_env, tmp_path
+):
+    """With kopf's ClusterKopfPeering CRD present and a kopf operator registered in it,
+    objects held by kopf's finalizer that nobody wrote since their deletion read `alive`,
+    with the peer named (kopf's peering says some kopf operator is alive, not which)."""
+    w = world
+    ns = f"{w.blocked}-peer"
+    peering_crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clusterkopfpeerings.kopf.dev"},
+        "spec": {
+            "group": "kopf.dev",
+            "scope": "Cluster",
+            "names": {"plural": "clusterkopfpeerings", "singular": "clusterkopfpeering", "kind": "ClusterKopfPeering"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+    beacons = crd_body(w.group, "Beacon", "beacons")
+    kubectl("create", "namespace", ns)
+    kubectl("apply", "-f", "-", input=yaml.safe_dump_all([peering_crd, beacons]))
+    operator = None
+    try:
+        kubectl("wait", "--for=condition=Established", "crd/clusterkopfpeerings.kopf.dev", f"crd/beacons.{w.group}")
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=yaml.safe_dump(
+                {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": "default"}}
+            ),
+        )
+        env = dict(kube_env, OPERATOR_GROUP=w.group, OPERATOR_PLURAL="beacons", OPERATOR_DELETE="")
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "kopf", "run", "--peering", "default", "--all-namespaces", str(OPERATOR)],
+            env=env,
+            stdout=(tmp_path / "peer.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        wait_until(
+            "kopf to register in ClusterKopfPeering default",
+            lambda: (
+                kubectl("get", "clusterkopfpeering", "default", "-o", "jsonpath={.status}").stdout not in ("", "{}")
+            ),
+            timeout=60,
+        )
+        CoreV1Api(api_client).create_namespaced_config_map(
+            ns, {"metadata": {"name": "kopfed", "finalizers": [KOPF]}, "data": {"k": "v"}}
+        )
+        kubectl("delete", "configmap", "kopfed", "-n", ns, "--wait=false")
+        time.sleep(GRACE + 1)
+        document, _ = scan_json(cli, "-n", ns)
+        group = groups(document)[(KOPF, "configmaps")]
+        assert group["state"] == "alive" and not group["stuck"], group
+        assert any(e.startswith("kopf peer ") and "in ClusterKopfPeering default, seen" in e for e in group["evidence"])
+    finally:
+        if operator is not None:
+            stop(operator)  # kopf takes its entry out of the peering as it stops
+        kubectl(
+            "patch",
+            "configmap",
+            "kopfed",
+            "-n",
+            ns,
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+            check=False,
+        )
+        kubectl("delete", "crd", "clusterkopfpeerings.kopf.dev", f"beacons.{w.group}", "--wait=false", check=False)
+        kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
 def listable_except_secrets(kubectl) -> list[dict]:
     names = kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
     by_group: dict[str, list[str]] = {}

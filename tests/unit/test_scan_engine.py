@@ -253,3 +253,21 @@ def test_evidence_that_cannot_be_read_is_said_and_never_guessed():
     ]
     (ns,) = report.namespaces
     assert ns.apiservices == [] and ns.stuck  # still stuck from its own condition, no APIService named
+
+
+def test_kopf_peering_is_read_also_when_the_scan_is_narrowed_to_a_namespace():
+    fake = cluster()
+    peering = {"resource": "clusterkopfpeerings", "scope": "Cluster", "responseKind": {"kind": "P"}, "verbs": ["list"]}
+    fake.api_discovery = lambda: [
+        *DISCOVERY,
+        {"metadata": {"name": "kopf.dev"}, "versions": [{"version": "v1", "resources": [peering]}]},
+    ]
+    seen = rfc3339(NOW - 2)
+    fake.full["clusterkopfpeerings"] = [
+        {"metadata": {"name": "default"}, "status": {"me@1": {"lifetime": 60, "lastseen": seen}}}
+    ]
+    report = scan(fake, ScanOptions(namespace="ns1"), clock=lambda: NOW)
+    stalls = by_key(report)[(KOPF, "stalls.g.example.com")]
+    assert (
+        stalls.state is State.ALIVE and "kopf peer me@1 in ClusterKopfPeering default, seen 2s ago" in stalls.evidence
+    )

@@ -123,12 +123,13 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     report = ScanReport(namespace=options.namespace, include_live=options.include_live, older_than=options.older_than)
     resources, unavailable = discover(cluster)
     report.not_scanned += [f"{gv}: unavailable in discovery; its objects were not scanned" for gv in unavailable]
+    discovered = resources  # kopf's peering types are read whatever -n narrows the lists to
     if options.namespace:
         resources = [r for r in resources if r.namespaced or r.qualified == CRD_RESOURCE.qualified]
     with ThreadPoolExecutor(max(1, options.concurrency)) as pool:
         apiservice_job = pool.submit(_objects, cluster, APISERVICE_RESOURCE)
         lease_job = pool.submit(_objects, cluster, LEASES)
-        peering_job = pool.submit(_peerings, cluster, resources)
+        peering_job = pool.submit(_peerings, cluster, discovered)
         lists = list(pool.map(lambda r: list_type(cluster, r, options, now), resources))
         apiservices, apiservice_failure = apiservice_job.result()  # unreadable: none is blamed or named
         leases, lease_failure = lease_job.result()
