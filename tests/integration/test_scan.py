@@ -84,6 +84,8 @@ class World:
         self.relics = CrdInfo.of(self.relic_group, "Relic")
         self.namespaces = [f"scan-{tag}-{c}" for c in "abc"]
         self.blocked = f"scan-{tag}-blocked"
+        self.quiet = f"scan-{tag}-quiet"  # nothing stuck in it, kept to the end: while the broken
+        # APIService is there, no namespace deleted during the module could finish
         self.dead = f"dead.{self.group}/cleanup"
         self.relic_finalizer = f"{self.relic_group}/keep"
         self.apiservice_group = f"as{tag}.unfinalize.test"
@@ -97,7 +99,7 @@ def world(api_client, kubectl, kube_env, tmp_path_factory):
     w = World(secrets.token_hex(3))
     core = CoreV1Api(api_client)
     try:
-        for name in [*w.namespaces, w.blocked]:
+        for name in [*w.namespaces, w.blocked, w.quiet]:
             kubectl("create", "namespace", name)
         crds = [crd_body(i.group, i.kind, i.plural) for i in (w.stalls, w.gadgets, w.relics)]
         kubectl("apply", "-f", "-", input=yaml.safe_dump_all(crds))
@@ -182,7 +184,7 @@ def world(api_client, kubectl, kube_env, tmp_path_factory):
         for kind in ("configmap", "pvc"):
             kubectl("patch", kind, "orphaned", "-n", w.namespaces[0], "--type=merge", "-p",
                     '{"metadata":{"finalizers":null}}', check=False)  # fmt: skip
-        for name in [*w.namespaces, w.blocked]:
+        for name in [*w.namespaces, w.blocked, w.quiet]:
             kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
         report.raise_for_failure()
 
@@ -273,16 +275,11 @@ def test_older_than_and_an_empty_namespace_exit_0(world, cli, kubectl):
     w = world
     young = cli("scan", "-n", w.namespaces[0], "--older-than", "1h")
     assert young.returncode == 0 and young.stdout.startswith("nothing is stuck"), young.stdout + young.stderr
-    quiet = f"{w.blocked}-quiet"
-    kubectl("create", "namespace", quiet)
-    try:
-        result = cli("scan", "-n", quiet, "-o", "yaml")
-        assert result.returncode == 0, result.stderr
-        document = yaml.safe_load(result.stdout)
-        jsonschema.validate(document, SCHEMA)
-        assert document["ok"] and document["groups"] == [] and document["namespace"] == quiet
-    finally:
-        kubectl("delete", "namespace", quiet, "--wait=false")
+    result = cli("scan", "-n", w.quiet, "-o", "yaml")
+    assert result.returncode == 0, result.stderr
+    document = yaml.safe_load(result.stdout)
+    jsonschema.validate(document, SCHEMA)
+    assert document["ok"] and document["groups"] == [] and document["namespace"] == w.quiet
 
 
 def test_a_fresh_lease_named_after_the_finalizer_is_evidence_of_a_live_controller(world, api_client, cli, kubectl):
@@ -330,7 +327,7 @@ def test_a_fresh_kopf_peering_entry_is_evidence_of_a_live_kopf_operator(
     objects held by kopf's finalizer that nobody wrote since their deletion read `alive`,
     with the peer named (kopf's peering says some kopf operator is alive, not which)."""
     w = world
-    ns = f"{w.blocked}-peer"
+    ns = w.quiet
     peering_crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -350,7 +347,6 @@ def test_a_fresh_kopf_peering_entry_is_evidence_of_a_live_kopf_operator(
         },
     }
     beacons = crd_body(w.group, "Beacon", "beacons")
-    kubectl("create", "namespace", ns)
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all([peering_crd, beacons]))
     operator = None
     try:
@@ -401,7 +397,6 @@ def test_a_fresh_kopf_peering_entry_is_evidence_of_a_live_kopf_operator(
             check=False,
         )
         kubectl("delete", "crd", "clusterkopfpeerings.kopf.dev", f"beacons.{w.group}", "--wait=false", check=False)
-        kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 def listable_except_secrets(kubectl) -> list[dict]:
