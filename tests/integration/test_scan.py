@@ -258,6 +258,21 @@ def test_one_group_per_finalizer_and_type_with_counts_evidence_verdicts_and_comm
     assert f"not scanned: {w.apiservice_group}/v1beta1" in text.stderr
 
 
+def test_scan_only_reads(world, cli, audit):
+    """Audited (the policy records every write): scan sends none, not even a review. The
+    same filter sees the tool's writes, here server dry runs on the gadgets."""
+
+    def ours():
+        return [e for e in audit.events() if (e.get("userAgent") or "").startswith("kubectl-unfinalize/")]
+
+    audit.mark()
+    result = cli("scan", "-o", "wide")
+    assert result.returncode == 1, result.stderr
+    assert ours() == []
+    cli("crd", world.gadgets.name, "--only-terminating", "--finalizer", KOPF, "--dry-run=server")
+    assert any(e.get("verb") == "patch" and "dryRun=All" in e.get("requestURI", "") for e in ours())
+
+
 def test_namespace_narrows_the_scan(world, cli):
     w = world
     document, result = scan_json(cli, "-n", w.namespaces[1])
