@@ -13,6 +13,8 @@
 4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
 5. many CRDs (many_crds.py): 300 empty CRDs, the tool's crd --group G --delete against
    kubectl delete crd -l; 200 CRDs x 3 finalized objects against one CRD with the 600.
+6. scan: ``kubectl unfinalize scan`` over 20,000 terminating objects in 50 CRDs against
+   bench/lister (client-go listing every type metadata-only): time, peak RSS, ratio.
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -43,13 +45,14 @@ from pathlib import Path
 from controlplane import K8S_VERSION, ControlPlane, find_binaries
 
 from . import ROOT, many_crds, small
+from . import scan as scan_section
 from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
 from .report import Report
 from .throughput import Results, Throughput
 
-SECTIONS = ["small", "throughput", "far", "rss", "many-crds"]
+SECTIONS = ["small", "throughput", "far", "rss", "many-crds", "scan"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -63,6 +66,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--far-n", type=int, action="append", metavar="N", help="far sizes (default 2000, 5000)")
     parser.add_argument("--delay", type=float, default=0.05, help="far: seconds added each way (default 0.05)")
     parser.add_argument("--large", action="store_true", help="rss: also N=100,000")
+    parser.add_argument("--scan-types", type=int, help="scan: CRDs (default 50)")
+    parser.add_argument("--scan-per-type", type=int, help="scan: terminating objects per CRD (default 400)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
     parser.add_argument(
@@ -76,6 +81,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.runs = args.runs or (3 if args.quick else 10)
     args.sizes = args.n or ([200] if args.quick else [2000, 10000])
     args.far_sizes = args.far_n or ([200] if args.quick else [2000, 5000])
+    args.scan_types = args.scan_types or (5 if args.quick else 50)
+    args.scan_per_type = args.scan_per_type or (40 if args.quick else 400)
     args.rss_sizes = [200] if args.quick else [10000] + ([100000] if args.large else [])
     return args
 
@@ -90,6 +97,8 @@ def settings(args: argparse.Namespace) -> dict:
         "far_sizes": args.far_sizes,
         "delay_s": args.delay,
         "rss_sizes": args.rss_sizes,
+        "scan_types": args.scan_types,
+        "scan_per_type": args.scan_per_type,
         "quick": args.quick,
         "tool": args.tool,
         "kubeconfig": args.kubeconfig,
@@ -165,5 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             report.rss(*bench.rss(args.rss_sizes, kubeconfig, throughput))
         if "many-crds" in args.sections:
             many_crds.report(report, many_crds.run(kube, peers, env, namespaces, args.repeat), args.repeat)
+        if "scan" in args.sections:
+            types, per_type = args.scan_types, args.scan_per_type
+            scan_section.run(report, kube, peers, kubeconfig, namespaces, types, per_type, args.repeat)
     report.finish()
     return 0

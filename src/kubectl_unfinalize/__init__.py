@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import run, unfinalize
+    from .api import run, scan, unfinalize
     from .errors import (
         ApiError,
         ClusterError,
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from .model import Action, Outcome, Report, Targets
     from .options import ConnectionOptions, DryRun, Options, Selection
+    from .scan_model import ScanReport
 
 __all__ = [
     "Action",
@@ -37,17 +38,21 @@ __all__ = [
     "Outcome",
     "PermissionDenied",
     "Report",
+    "ScanReport",
     "Selection",
     "Targets",
     "UnfinalizeError",
     "__version__",
     "run",
+    "scan",
     "unfinalize",
 ]
 
 _HOMES = {
     "unfinalize": "api",
     "run": "api",
+    "scan": "api",
+    "ScanReport": "scan_model",
     "ConnectionOptions": "options",
     "DryRun": "options",
     "Options": "options",

@@ -21,8 +21,10 @@ from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
 from .resolve.manifests import read_manifests
 from .resolve.targets import resolve
+from .scan_model import ScanReport
 
 Confirm = Callable[[Targets], bool]
+SCAN_TIMEOUT = 300.0
 
 
 def unfinalize(
@@ -143,3 +145,55 @@ def run(
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
         engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
         return engine.run(targets, skipped=targets.missing)
+
+
+def scan(
+    *,
+    namespace: str | None = None,
+    include_live: bool = False,
+    older_than: float = 0.0,
+    grace: float | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 500,
+    timeout: float | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    connection: ConnectionOptions | None = None,
+    interrupt: threading.Event | None = None,
+) -> ScanReport:
+    """What is stuck: every object being deleted and still held by finalizers (in
+    `namespace`, or everywhere, cluster-scoped types and Terminating CRDs included),
+    grouped by finalizer and type, with its owner, the liveness evidence and the command
+    that frees it. Reads only. For a test session's final check::
+
+        scan(kubeconfig=path).raise_if_stuck()
+
+    `older_than` (seconds) leaves out what has waited less; `grace` (seconds, default
+    engine.evidence.GRACE) is how long after its deletion an object with no evidence
+    either way is `pending` rather than stuck (0 in a final check that runs after every
+    controller was stopped on purpose). `include_live` also reports objects that have
+    finalizers and are not being deleted (never stuck). `timeout` (default 300 s) bounds
+    the whole scan. Raises ConfigError/ClusterError when the cluster cannot be read at
+    all; a type that cannot be listed is a line in `not_scanned`.
+    """
+    from .engine.evidence import GRACE
+    from .engine.scan import ScanOptions
+    from .engine.scan import scan as run_scan
+    from .kube.metadata import MetadataCluster
+
+    if connection is not None and (kubeconfig or context):
+        raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
+    if older_than < 0 or (grace is not None and grace < 0) or concurrency < 1 or chunk_size < 1:
+        raise InputError("older_than and grace must be >= 0, concurrency and chunk_size >= 1")
+    options = ScanOptions(
+        namespace=namespace,
+        include_live=include_live,
+        older_than=older_than,
+        concurrency=concurrency,
+        chunk_size=chunk_size,
+        grace=GRACE if grace is None else grace,
+    )
+    connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
+    with connect(connection) as transport:
+        cluster = MetadataCluster(transport, Deadline(SCAN_TIMEOUT if timeout is None else timeout, interrupt))
+        return run_scan(cluster, options)

@@ -41,7 +41,7 @@ def test_a_run_reaches_the_kubernetes_client(binary, tmp_path):
 
 def test_binary_completes(binary, tmp_path):
     result = run(binary, tmp_path, "__complete", "crd", "x", "-o", "")
-    assert (result.returncode, result.stdout) == (0, "text\nname\njson\nyaml\n:4\n")
+    assert (result.returncode, result.stdout) == (0, "text\nname\nwide\njson\nyaml\n:4\n")
 
 
 def test_archive_is_deterministic_and_complete(binary, archive, tmp_path):

@@ -36,4 +36,11 @@ def test_kubectl_runs_the_completion_executable(tools, tmp_path):
         env=clean_env(tmp_path, path),
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["--output=text", "--output=name", "--output=json", "--output=yaml", ":4"]
+    assert result.stdout.splitlines() == [
+        "--output=text",
+        "--output=name",
+        "--output=wide",
+        "--output=json",
+        "--output=yaml",
+        ":4",
+    ]

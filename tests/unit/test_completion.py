@@ -54,11 +54,13 @@ def complete(*args, cluster=None):
     return [line.split("\t")[0] for line in lines], directive
 
 
-def test_first_word_is_the_crd_or_ns_subcommand_or_a_type_from_discovery():
+def test_first_word_is_the_crd_ns_or_scan_subcommand_or_a_type_from_discovery():
     assert complete("") == (
-        ["crd", "ns", "applications.argoproj.io", "configmaps", "namespaces", "persistentvolumeclaims"],
+        ["crd", "ns", "scan", "applications.argoproj.io", "configmaps", "namespaces", "persistentvolumeclaims"],
         NO_FILE,
     )
+    assert complete("s") == (["scan"], NO_FILE)
+    assert complete("scan", "") == ([], NO_FILE)  # scan takes no names
     crd_words = ["crd", "crds", "customresourcedefinition", "customresourcedefinitions"]
     assert complete("c") == ([*crd_words, "configmaps"], NO_FILE)
     assert complete("n") == (["ns", "namespace", "namespaces"], NO_FILE)
@@ -115,7 +117,7 @@ def test_flags_come_from_the_parser():
     every = {s for action in build_parser()._actions for s in action.option_strings}
     assert offered == every and directive == NO_FILE
     assert all("\t" in line and line.split("\t")[1] for line in lines)  # each with a description
-    assert complete("crd", "--o") == (["--only-terminating", "--output"], NO_FILE)
+    assert complete("crd", "--o") == (["--only-terminating", "--older-than", "--output"], NO_FILE)
     assert complete("crd", "x", "--dry-run", "-") == complete("crd", "x", "--dry-run=client", "-")
 
 
@@ -128,11 +130,11 @@ def test_flags_given_once_are_not_offered_again_but_repeatable_ones_are():
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        (("crd", "x", "-o", ""), ["text", "name", "json", "yaml"]),
+        (("crd", "x", "-o", ""), ["text", "name", "wide", "json", "yaml"]),
         (("crd", "x", "--output", "j"), ["json"]),
         (("crd", "x", "--output=y"), ["--output=yaml"]),
         (("crd", "x", "-oj"), ["-ojson"]),
-        (("crd", "x", "-qo", ""), ["text", "name", "json", "yaml"]),
+        (("crd", "x", "-qo", ""), ["text", "name", "wide", "json", "yaml"]),
         (("crd", "x", "--dry-run", ""), ["none", "client", "server"]),
         (("crd", "x", "--dry-run="), ["--dry-run=none", "--dry-run=client", "--dry-run=server"]),
         (("crd", "x", "--delete", "--wait="), ["--wait=true", "--wait=false"]),
@@ -325,6 +327,6 @@ def test_types_and_names_of_a_type_read_discovery_and_one_metadata_only_page(tmp
     paths = [path for path, _ in _DiscoveringServer.requests]
     assert paths[:4] == ["/api", "/apis", "/api", "/apis"]
     listed, accept = _DiscoveringServer.requests[4]
-    assert listed.startswith("/api/v1/namespaces/db/configmaps?") and "limit=500" in listed
+    assert listed.startswith("/api/v1/namespaces/db/configmaps?limit=")  # one page, sized by the list budget
     assert accept.startswith("application/json;as=PartialObjectMetadataList")
     assert len(paths) == 7

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from ..options import ConnectionOptions
 from .connection_flags import parse_bool, to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, build_parser
+from .scan_flags import SCAN_WORDS
 
 DIRECTIVE_DEFAULT = 0  # the shell may complete file names
 DIRECTIVE_NO_FILE = 4
@@ -72,13 +73,15 @@ def complete(words: Sequence[str], to_complete: str, lister: Lister | None = Non
         return [f"{kind}/{n}" for n in names if n.startswith(name) and f"{kind}/{n}" not in taken], DIRECTIVE_NO_FILE
     if not state.positionals:
         words = (
-            ["crd", "ns"] if not to_complete else [w for w in CRD_WORDS + NAMESPACE_WORDS if w.startswith(to_complete)]
+            ["crd", "ns", "scan"]
+            if not to_complete
+            else [w for w in CRD_WORDS + NAMESPACE_WORDS + SCAN_WORDS if w.startswith(to_complete)]
         )
         types = [t for t in _safe_list(lister, TYPES, state.values) if t.startswith(to_complete.lower())]
         return words + [t for t in types if t not in words], DIRECTIVE_NO_FILE
     word = state.positionals[0].lower()
-    if "/" in word:
-        return [], DIRECTIVE_NO_FILE  # TYPE/NAME words take no bare NAME after them
+    if "/" in word or word in SCAN_WORDS:
+        return [], DIRECTIVE_NO_FILE  # TYPE/NAME words take no bare NAME after them; scan takes none
     if word not in CRD_WORDS + NAMESPACE_WORDS:
         taken = set(state.positionals[1:])
         names = _safe_list(lister, OBJECTS + state.positionals[0], state.values)

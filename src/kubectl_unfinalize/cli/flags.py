@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from ..options import Options, Selection
 from .connection_flags import add_bool_flag, add_connection_flags, duration
+from .scan_flags import SCAN_EPILOG, SCAN_WORDS, add_scan_flags, scan_problem
 from .type_words import type_form_error, type_selection
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
@@ -86,6 +87,7 @@ the tool waits 1s and reads them again to name any controller that put them back
 
 exit codes: 0 done or nothing to do; 1 something failed or timed out;
 2 usage or input error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM)."""
+EPILOG = EPILOG.replace("\n\nexit codes:", "\n\n" + SCAN_EPILOG + "\n\nexit codes:", 1)
 
 
 class UsageError(Exception):
@@ -110,7 +112,8 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         usage=f"{prog} crd [NAME...] [--group GROUP] [--category NAME] [-l SELECTOR] [options]\n"
         f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
         f"       {prog} TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR [-n NAMESPACE | -A] [options]\n"
-        f"       {prog} -f PATH [-f PATH] [-R] [options]",
+        f"       {prog} -f PATH [-f PATH] [-R] [options]\n"
+        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all]",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -118,11 +121,12 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     parser.add_argument(
         "words",
         nargs="*",
-        metavar="crd NAME | ns NAME | TYPE NAME | TYPE/NAME",
+        metavar="crd NAME | ns NAME | TYPE NAME | TYPE/NAME | scan",
         help="CRDs by name: the CRD name, "
         "or the resource as kubectl knows it (plural, singular, kind, short name, "
         "plural.group, kind.group); or namespaces by name (ns, namespace, namespaces); "
-        "or objects of any other type, TYPE spelled as kubectl spells it",
+        "or objects of any other type, TYPE spelled as kubectl spells it; "
+        "or scan: report what is stuck cluster-wide, read-only",
     )
     parser.add_argument("--version", action="store_true", help="print versions and exit")
 
@@ -178,6 +182,8 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         help="remove only this finalizer and keep the others (repeatable)",
     )
 
+    add_scan_flags(parser.add_argument_group("scan"))
+
     act = parser.add_argument_group("action")
     act.add_argument(
         "--delete",
@@ -225,9 +231,9 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     out.add_argument(
         "-o",
         "--output",
-        choices=("text", "name", "json", "yaml"),
+        choices=("text", "name", "wide", "json", "yaml"),
         default="text",
-        help="results on stdout (logs and progress go to stderr)",
+        help="results on stdout (logs and progress go to stderr); wide: scan only, with owners and evidence",
     )
     out.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary on stderr")
     out.add_argument(
@@ -270,13 +276,20 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
     args = build_parser(prog).parse_args(normalize_argv(argv))
     if args.version:
         return args
+    if args.words and args.words[0].lower() in SCAN_WORDS:
+        problem = scan_problem(args)
+        if problem:
+            raise UsageError(problem)
+        return args
+    if args.output == "wide" or args.older_than or args.include_live:
+        raise UsageError("-o wide, --older-than and --all apply to scan only")
     if args.words:
         word = args.words[0].lower()
         if args.category and word not in CRD_WORDS:
             raise UsageError("--category applies to crd")
         if word not in CRD_WORDS + NAMESPACE_WORDS:
-            if problem := type_form_error(args):
-                raise UsageError(problem)
+            if type_problem := type_form_error(args):
+                raise UsageError(type_problem)
         elif word in NAMESPACE_WORDS:
             if not (args.words[1:] or args.selector):
                 raise UsageError("ns needs NAME... or -l SELECTOR")
@@ -302,6 +315,10 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
     if args.interactive and args.output in ("json", "yaml"):
         raise UsageError("-i cannot be combined with -o json or yaml (the prompt would mix with the document)")
     return args
+
+
+def is_scan(args: argparse.Namespace) -> bool:
+    return bool(args.words) and args.words[0].lower() in SCAN_WORDS
 
 
 def to_selection(args: argparse.Namespace) -> Selection:

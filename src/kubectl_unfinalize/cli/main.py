@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .._version import __version__
 from ..errors import ExitStatus, UnfinalizeError
-from .flags import UsageError, build_parser, parse
+from .flags import UsageError, build_parser, is_scan, parse
 
 FLUSH_EVERY = 0.2  # seconds between flushes of stdout when it is not a terminal
 
@@ -54,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.version:
             print(_versions())
             return ExitStatus.OK
+        if is_scan(args):
+            from .scan_command import run as scan
+
+            return scan(args)
         return _run(args)
     except KeyboardInterrupt as exc:
         terminated = getattr(exc, "signum", None) == signal.SIGTERM

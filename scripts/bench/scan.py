@@ -1,0 +1,128 @@
+"""Section `scan`: `kubectl unfinalize scan -o json` over TYPES x PER_TYPE terminating
+objects (one CRD per type, every object with finalizers, deleted), against bench/lister:
+a client-go program that discovers every type and lists them all metadata-only, 16 at
+once, as scan does, without the grouping and judging. Wall time and peak RSS of each, and
+their ratio; both runs see the same cluster, the peers alternating which goes first."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import time
+from pathlib import Path
+
+from . import ROOT
+from .kube import FINALIZERS, NAMESPACES, CrdSpec, Kube
+from .measure import Sample, log, measure, med
+from .peers import Peers
+from .report import Report
+
+LISTER_BUILD = ROOT / "bench" / "lister" / "build.sh"
+CONCURRENCY = 16  # lists in flight, for both (scan's default)
+
+
+def build_lister() -> Path:
+    proc = subprocess.run(["bash", str(LISTER_BUILD)], stdout=subprocess.PIPE, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{LISTER_BUILD.relative_to(ROOT)} failed with exit code {proc.returncode}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def populate(kube: Kube, namespaces: list[str], types: int, per_type: int) -> list[CrdSpec]:
+    """`types` CRDs of one group, `per_type` objects each with finalizers, then every one
+    deleted (a delete-collection per namespace): all Terminating, held by FINALIZERS."""
+    group = f"s{secrets.token_hex(4)}.bench.test"
+    crds = [CrdSpec(group, f"scan{i:02d}s", f"Scan{i:02d}") for i in range(types)]
+    started = time.monotonic()
+    for crd in crds:
+        kube.create_crd(crd)
+    objects = [crd.obj(namespaces[i % NAMESPACES], f"item-{i}") for crd in crds for i in range(per_type)]
+    kube.create_objects(objects)
+    for crd in crds:
+        for ns in namespaces:
+            kube.must("DELETE", f"/apis/{group}/v1/namespaces/{ns}/{crd.plural}", ok=(200,))
+    log(f"  scan: {types} CRDs x {per_type} terminating objects ready in {time.monotonic() - started:.0f}s")
+    return crds
+
+
+def tool_run(peers: Peers, env: dict[str, str], crds: list[CrdSpec], per_type: int) -> Sample:
+    sample = measure([str(peers.plugin), "scan", "-o", "json", "-q", "--concurrency", str(CONCURRENCY)], env)
+    if sample.rc not in (0, 1):
+        raise SystemExit(f"scan failed with exit code {sample.rc}:\n{sample.stderr[-3000:]}")
+    groups = json.loads(sample.stdout)["groups"]
+    names = {crd.name for crd in crds}
+    for finalizer in FINALIZERS:
+        counts = {g["resource"]: g["count"] for g in groups if g["finalizer"] == finalizer and g["resource"] in names}
+        if counts != dict.fromkeys(names, per_type):
+            raise SystemExit(
+                f"scan counted {sum(counts.values())} objects held by {finalizer}, expected {len(names)}x{per_type}"
+            )
+    return sample
+
+
+def lister_run(lister: Path, kubeconfig: str, env: dict[str, str], expected: int) -> Sample:
+    sample = measure([str(lister), "--kubeconfig", kubeconfig, "--concurrency", str(CONCURRENCY)], env)
+    if sample.rc != 0:
+        raise SystemExit(f"lister failed with exit code {sample.rc}:\n{sample.stderr[-3000:]}")
+    found = json.loads(sample.stdout.strip().splitlines()[-1])["terminating"]
+    if found < expected:
+        raise SystemExit(f"lister found {found} terminating objects, expected at least {expected}")
+    return sample
+
+
+def run(
+    report: Report,
+    kube: Kube,
+    peers: Peers,
+    kubeconfig: str,
+    namespaces: list[str],
+    types: int,
+    per_type: int,
+    repeat: int,
+) -> None:
+    lister = build_lister()
+    env = peers.env_for(kubeconfig)
+    crds = populate(kube, namespaces, types, per_type)
+    samples: dict[str, list[Sample]] = {"tool": [], "lister": []}
+    try:
+        for i in range(repeat):
+            for peer in ("tool", "lister") if i % 2 == 0 else ("lister", "tool"):
+                if peer == "tool":
+                    sample = tool_run(peers, env, crds, per_type)
+                else:
+                    sample = lister_run(lister, kubeconfig, env, types * per_type)
+                samples[peer].append(sample)
+                log(f"  scan: {peer}: {sample.seconds:.2f}s, {sample.rss_mib:.0f} MiB")
+    finally:
+        cleanup = measure(
+            [str(peers.plugin), "crd", "--group", crds[0].group, "--delete", "-q", "--timeout", "30m"], env
+        )
+        if cleanup.rc:
+            log(f"  scan: cleanup failed ({cleanup.rc}): {cleanup.stderr[-500:]}")
+    n = types * per_type
+    tool_s, lister_s = med([s.seconds for s in samples["tool"]]), med([s.seconds for s in samples["lister"]])
+    tool_rss, lister_rss = med([s.rss_mib for s in samples["tool"]]), med([s.rss_mib for s in samples["lister"]])
+    ratio = report.figure("scan.ratio", tool_s / lister_s)
+    report.figure("scan.tool_seconds", tool_s)
+    report.figure("scan.lister_seconds", lister_s)
+    report.figure("scan.tool_rss_mib", tool_rss)
+    report.figure("scan.lister_rss_mib", lister_rss)
+    report.doc["cases"]["scan"] = {
+        "objects": n,
+        "types": types,
+        "tool": [s.to_json() for s in samples["tool"]],
+        "lister": [s.to_json() for s in samples["lister"]],
+    }
+    reps = f", median of {repeat}" if repeat > 1 else ""
+    report.table(
+        f"5. scan: {n} terminating objects in {types} CRDs, tool vs lister{reps}",
+        ["objects", "tool s", "lister s", "tool/lister", "tool RSS MiB", "lister RSS MiB"],
+        [[str(n), f"{tool_s:.2f}", f"{lister_s:.2f}", f"{ratio:.2f}", f"{tool_rss:.0f}", f"{lister_rss:.0f}"]],
+        [
+            "tool: kubectl-unfinalize scan -o json -q (discovery, every type listed metadata-only, grouped, judged);"
+            " lister: bench/lister (client-go: discovery, every type listed metadata-only), 16 lists at once each.",
+            "targets: tool/lister <= 2, tool RSS < 150 MiB.",
+        ],
+    )
+    report.save()

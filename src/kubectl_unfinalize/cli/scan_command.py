@@ -1,0 +1,50 @@
+"""`kubectl unfinalize scan`: run the read-only scan, print it, exit 1 while something is stuck."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from ..errors import ExitStatus, UnfinalizeError
+
+SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each holds one page in memory
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import scan
+    from .connection_flags import to_connection_options
+    from .main import _err, _signals_stop, _Stopped
+    from .scan_output import render, stderr_lines
+
+    connection = to_connection_options(args, log=_err)
+    interrupt = threading.Event()
+    with _signals_stop(interrupt) as stop:
+        try:
+            report = scan(
+                namespace=args.namespace,
+                include_live=args.include_live,
+                older_than=args.older_than,
+                concurrency=min(args.concurrency, SCAN_LISTS),
+                chunk_size=args.chunk_size,
+                timeout=args.timeout,
+                connection=connection,
+                interrupt=interrupt,
+            )
+        except UnfinalizeError:
+            if interrupt.is_set():
+                raise _Stopped(stop.signum) from None
+            raise
+    if interrupt.is_set():
+        _err("terminated" if stop.signum == signal.SIGTERM else "interrupted")
+        return ExitStatus.TERMINATED if stop.signum == signal.SIGTERM else ExitStatus.INTERRUPTED
+    try:
+        sys.stdout.write(render(report, args.output))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    if not args.quiet:
+        for line in stderr_lines(report):
+            _err(line)
+    return ExitStatus.OK if report.ok else ExitStatus.FAILED

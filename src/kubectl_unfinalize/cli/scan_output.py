@@ -1,0 +1,103 @@
+"""ScanReport -> what a person (text, wide) or a script (json, yaml) reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from ..scan_model import Group, ScanReport
+from .durations import format_seconds
+
+SHOWN_NAMESPACES = 3
+
+
+def render(report: ScanReport, output: str) -> str:
+    if output == "json":
+        return json.dumps(report.to_dict(), indent=2) + "\n"
+    if output == "yaml":
+        import yaml
+
+        return str(yaml.safe_dump(report.to_dict(), sort_keys=False, default_flow_style=False))
+    return "".join(line + "\n" for line in lines(report, wide=output == "wide"))
+
+
+def age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _namespaces(group: Group) -> str:
+    if not group.namespaced:
+        return "(cluster)"
+    shown = ", ".join(group.namespaces[:SHOWN_NAMESPACES])
+    more = len(group.namespaces) - SHOWN_NAMESPACES
+    return shown + (f" +{more}" if more > 0 else "")
+
+
+def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
+    """Groups under their finalizer, then Terminating CRDs and namespaces; each stuck
+    entry is followed by the commands that free it."""
+    if not (report.groups or report.crds or report.namespaces):
+        yield "nothing is stuck: no object is being deleted and held by finalizers"
+        return
+    if report.groups:
+        width = max(max(len(g.resource) for g in report.groups) + 2, 18)
+        yield f"{'FINALIZER / RESOURCE':<{width + 2}} {'COUNT':>6}  {'OLDEST':<7} {'NAMESPACES':<28} VERDICT"
+        finalizer = None
+        for group in sorted(report.groups, key=lambda g: (g.finalizer, not g.stuck, g.resource)):
+            if group.finalizer != finalizer:
+                finalizer = group.finalizer
+                yield f"{finalizer}  (owner: {group.owner.split('; ')[0]})"
+            oldest = age(group.oldest_seconds) if group.terminating else "-"
+            yield (
+                f"  {group.resource:<{width}} {group.count:>6}  {oldest:<7} {_namespaces(group):<28} {group.verdict}"
+            )
+            if wide:
+                yield f"      owner: {group.owner}"
+                for item in group.evidence:
+                    yield f"      evidence: {item}"
+                for manager in group.managers:
+                    yield (
+                        f"      manager {manager.name}: finalizer on {manager.objects},"
+                        f" written {manager.finalizer_write}, last write {manager.last_write},"
+                        f" {manager.writes_after_deletion} written after deletion"
+                    )
+                yield f"      objects: {', '.join(group.sample)}" + (" ..." if group.count > len(group.sample) else "")
+            for command in group.commands:
+                yield f"      free: {command}"
+    if report.crds:
+        yield ""
+        width = max(len(c.name) for c in report.crds) + 2
+        yield f"{'CRD (Terminating)':<{width}} {'AGE':<6} {'OBJECTS':>8}  {'CONVERSION':<11} VERDICT"
+        for crd in report.crds:
+            conversion = crd.conversion + (f" ({crd.webhook})" if wide and crd.webhook else "")
+            instances = str(crd.instances) if crd.instances >= 0 else "?"
+            yield f"{crd.name:<{width}} {age(crd.seconds):<6} {instances:>8}  {conversion:<11} {crd.verdict}"
+            for command in crd.commands:
+                yield f"      free: {command}"
+    if report.namespaces:
+        yield ""
+        width = max(len(n.name) for n in report.namespaces) + 2
+        yield f"{'NAMESPACE (Terminating)':<{max(width, 25)}} {'AGE':<6} VERDICT"
+        for ns in report.namespaces:
+            yield f"{ns.name:<{max(width, 25)}} {age(ns.seconds):<6} {ns.verdict}"
+            if wide:
+                for condition in ns.conditions:
+                    yield f"      condition {condition}"
+            for command in ns.commands:
+                yield f"      free: {command}"
+
+
+def stderr_lines(report: ScanReport) -> Iterator[str]:
+    for line in report.not_scanned:
+        yield f"not scanned: {line}"
+    stuck = len(report.stuck)
+    verdict = f"{stuck} stuck" if stuck else "nothing stuck"
+    yield (
+        f"scanned {report.types} types, {report.objects} objects in {format_seconds(report.seconds)}: "
+        f"{len(report.groups)} groups, {len(report.crds)} Terminating CRDs, "
+        f"{len(report.namespaces)} Terminating namespaces; {verdict}"
+    )

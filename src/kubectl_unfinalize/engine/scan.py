@@ -1,0 +1,294 @@
+"""`scan`: every object being deleted and still held by finalizers, in every resource
+type the server serves, grouped by finalizer and type, judged from the evidence the
+cluster holds. Reads only, and returns a ScanReport; never prints.
+
+Each type is listed metadata-only and paginated, a bounded number at once; a page is
+reduced to scan_tally's per-group totals before the next is read, so memory follows the
+number of groups, not of objects. What cannot be read (a group version discovery marks
+unavailable, a 403 on a type) is one line in the report and the rest is still scanned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import finalizers
+from ..errors import Forbidden, UnfinalizeError
+from ..kube.cluster import ListQuery, crd_ref
+from ..kube.metadata import ScanCluster
+from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource
+from ..scan_model import Group, Manager, ScanReport, State, TerminatingCrd
+from . import evidence, scan_commands
+from .scan_namespaces import terminating_namespaces
+from .scan_tally import Tally, rfc3339, timestamp
+
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+KOPF_PEERINGS = ("clusterkopfpeerings", "kopfpeerings")
+KOPF_GROUPS = ("kopf.dev", "zalando.org")
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    namespace: str | None = None  # None: every namespace (and the cluster-scoped types)
+    include_live: bool = False  # --all: also objects with finalizers that are not being deleted
+    older_than: float = 0.0  # seconds since the deletionTimestamp
+    concurrency: int = 16  # lists in flight
+    chunk_size: int = 500
+    grace: float = evidence.GRACE
+
+
+@dataclass
+class Listed:
+    """What the list of one type left: its groups' tallies and how many objects it had."""
+
+    resource: Resource
+    tallies: dict[tuple[str, bool], Tally] = field(default_factory=dict)  # (finalizer, terminating)
+    total: int = 0
+    terminating: dict[str, float] = field(default_factory=dict)  # CRDs only: name -> deletion
+    names: set[str] = field(default_factory=set)  # CRDs only: every CRD name
+    failure: str = ""
+
+
+def discover(cluster: ScanCluster) -> tuple[list[Resource], list[str]]:
+    """Every listable type (namespaced and cluster-scoped) at its group's preferred
+    version that serves it, and the group versions discovery marks unavailable."""
+    found: list[Resource] = []
+    unavailable: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for group in cluster.api_discovery():
+        name = str((group.get("metadata") or {}).get("name") or "")
+        for version in group.get("versions") or []:
+            gv = f"{name}/{version.get('version')}" if name else str(version.get("version"))
+            if version.get("freshness") == "Stale":
+                unavailable.append(gv)
+                continue
+            for entry in version.get("resources") or []:
+                plural = str(entry.get("resource") or "")
+                if "list" not in (entry.get("verbs") or []) or (name, plural) in seen:
+                    continue
+                seen.add((name, plural))
+                kind = str((entry.get("responseKind") or {}).get("kind") or plural)
+                namespaced = entry.get("scope") == "Namespaced"
+                found.append(Resource(name, str(version.get("version")), plural, kind, namespaced))
+    return found, unavailable
+
+
+def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> Listed:
+    listed = Listed(resource)
+    query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
+    is_crd = resource.qualified == CRD_RESOURCE.qualified
+    try:
+        for page in cluster.list_metadata(resource, query):
+            listed.total += len(page)
+            for meta in page:
+                _tally(listed, meta, options, now, is_crd)
+    except Forbidden:
+        scope = f"in namespace {options.namespace}" if options.namespace and resource.namespaced else "cluster-wide"
+        listed.failure = f"{resource.qualified}: forbidden: cannot list {resource.qualified} {scope} (RBAC)"
+    except UnfinalizeError as exc:
+        listed.failure = f"{resource.qualified}: cannot list: {exc}"
+    return listed
+
+
+def _tally(listed: Listed, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool) -> None:
+    deletion = timestamp(meta.get("deletionTimestamp"))
+    if is_crd:
+        listed.names.add(str(meta.get("name") or ""))
+        if deletion is not None:
+            listed.terminating[str(meta.get("name") or "")] = deletion
+    held = meta.get("finalizers")
+    if not held:
+        return
+    if deletion is None and not options.include_live:
+        return
+    if deletion is not None and now - deletion < options.older_than:
+        return
+    for finalizer in held:
+        if is_crd and finalizer == finalizers.CRD_CLEANUP:
+            continue  # a Terminating CRD is reported as one, freed through its objects
+        key = (str(finalizer), deletion is not None)
+        tally = listed.tallies.get(key)
+        if tally is None:
+            tally = listed.tallies[key] = Tally()
+        tally.add(meta, deletion)
+
+
+def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] = time.time) -> ScanReport:
+    started = time.monotonic()
+    now = clock()
+    report = ScanReport(namespace=options.namespace, include_live=options.include_live, older_than=options.older_than)
+    resources, unavailable = discover(cluster)
+    report.not_scanned += [f"{gv}: unavailable in discovery; its objects were not scanned" for gv in unavailable]
+    discovered = resources  # kopf's peering types are read whatever -n narrows the lists to
+    if options.namespace:
+        resources = [r for r in resources if r.namespaced or r.qualified == CRD_RESOURCE.qualified]
+    with ThreadPoolExecutor(max(1, options.concurrency)) as pool:
+        apiservice_job = pool.submit(_objects, cluster, APISERVICE_RESOURCE)
+        lease_job = pool.submit(_objects, cluster, LEASES)
+        peering_job = pool.submit(_peerings, cluster, discovered)
+        lists = list(pool.map(lambda r: list_type(cluster, r, options, now), resources))
+        apiservices, apiservice_failure = apiservice_job.result()  # unreadable: none is blamed or named
+        leases, lease_failure = lease_job.result()
+        peerings = peering_job.result()
+    report.types = len(lists)
+    report.objects = sum(listed.total for listed in lists)
+    report.not_scanned += [listed.failure for listed in lists if listed.failure]
+    report.not_scanned += [f"evidence: {failure}" for failure in (apiservice_failure, lease_failure) if failure]
+    crd_list = next(
+        (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), Listed(CRD_RESOURCE)
+    )
+    totals = {listed.resource.qualified: (-1 if listed.failure else listed.total) for listed in lists}
+    served = {service_name: where for service_name, where, _ in _apiservice_rows(apiservices)}
+    context = _Context(
+        now=now,
+        options=options,
+        crds=crd_list.names,
+        terminating=crd_list.terminating,
+        crd_groups={n.split(".", 1)[1] for n in crd_list.names if "." in n},
+        apiservices=served,
+        leases=[evidence.Lease.from_dict(obj) for obj in leases],
+        peers=[peer for obj in peerings for peer in evidence.peers(obj)],
+    )
+    for listed in lists:
+        for (finalizer, terminating), tally in listed.tallies.items():
+            report.groups.append(context.group(listed.resource, finalizer, terminating, tally))
+    report.groups.sort(key=lambda g: (not g.stuck, g.finalizer, g.resource))
+    if not options.namespace:
+        report.crds = [context.crd(cluster, name, totals, report.groups) for name in sorted(crd_list.terminating)]
+        report.crds = [c for c in report.crds if c.seconds >= options.older_than]
+    unavailable_services = [name for name, _, ok in _apiservice_rows(apiservices) if not ok]
+    report.namespaces = terminating_namespaces(
+        cluster, options, now, report.groups, unavailable_services, report.not_scanned
+    )
+    report.seconds = time.monotonic() - started
+    return report
+
+
+@dataclass
+class _Context:
+    now: float
+    options: ScanOptions
+    crds: set[str]
+    terminating: dict[str, float]
+    crd_groups: set[str]
+    apiservices: dict[str, str]
+    leases: list[evidence.Lease]
+    peers: list[evidence.Peer]
+
+    def group(self, resource: Resource, finalizer: str, terminating: bool, tally: Tally) -> Group:
+        crd = resource.qualified if resource.qualified in self.crds else ""
+        words = evidence.tokens(finalizer, tally.managers, resource.group if crd else "")
+        leases = evidence.matching_leases(self.leases, words, finalizers.builtin(finalizer) is not None)
+        kopf = evidence.domain(finalizer) == evidence.KOPF_DOMAIN or any(m == "kopf" for m in tally.managers)
+        peers = [p for p in self.peers if kopf and (not p.namespace or tally.namespaces == {p.namespace})]
+        judged = evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace)
+        owner_kind, owner = evidence.owner(finalizer, tally, self.crd_groups, self.apiservices)
+        commands: list[str] = []
+        if judged.stuck:
+            commands = scan_commands.group_commands(
+                finalizer, resource.qualified, crd, crd in self.terminating, tally.names, self.options.namespace
+            )
+        namespaces = sorted(tally.namespaces)
+        if tally.more_namespaces:
+            namespaces.append(f"... {tally.more_namespaces} more")
+        return Group(
+            finalizer=finalizer,
+            resource=resource.qualified,
+            kind=resource.kind,
+            api_version=f"{resource.group}/{resource.version}" if resource.group else resource.version,
+            namespaced=resource.namespaced,
+            count=tally.count,
+            terminating=terminating,
+            oldest_seconds=self.now - tally.oldest if tally.oldest is not None else 0.0,
+            oldest_deletion=rfc3339(tally.oldest),
+            namespaces=namespaces,
+            sample=[f"{ns}/{name}" if ns else name for ns, name in tally.names[:5]],
+            owner=owner,
+            owner_kind=owner_kind,
+            crd=crd,
+            managers=[
+                Manager(name, t.objects, rfc3339(t.finalizer_write), rfc3339(t.last_write), t.writes_after_deletion)
+                for name, t in sorted(tally.managers.items())
+            ],
+            evidence=judged.evidence,
+            state=judged.state,
+            verdict=judged.verdict,
+            stuck=judged.stuck,
+            commands=commands,
+        )
+
+    def crd(self, cluster: ScanCluster, name: str, totals: dict[str, int], groups: list[Group]) -> TerminatingCrd:
+        """A Terminating CRD is stuck when a group of its objects is, or, with none left
+        to blame, once it has been Terminating longer than the grace."""
+        seconds = self.now - self.terminating[name]
+        conversion, webhook = "None", ""
+        try:
+            obj = cluster.get(crd_ref(name)) or {}
+        except UnfinalizeError:
+            obj = {}
+        spec = (obj.get("spec") or {}).get("conversion") or {}
+        conversion = str(spec.get("strategy") or "None")
+        config = (spec.get("webhook") or {}).get("clientConfig") or {}
+        if config.get("url"):
+            webhook = str(config["url"])
+        elif config.get("service"):
+            service = config["service"]
+            webhook = f"service {service.get('namespace')}/{service.get('name')}"
+        own = [g for g in groups if g.crd == name and g.terminating]
+        instances = totals.get(name, 0)
+        blamed = [g for g in own if g.stuck]
+        if blamed:
+            verdict = f"stuck: {instances} objects left, held by " + ", ".join(sorted({g.finalizer for g in blamed}))
+            stuck = True
+        elif own:
+            states = sorted({g.state.value for g in own})
+            verdict = f"{states[0] if len(states) == 1 else 'waiting'}: {instances} objects left, " + ", ".join(
+                f"{g.finalizer} {g.state.value}" for g in own
+            )
+            stuck = False
+        elif seconds > self.options.grace:
+            left = f"{instances} objects left" if instances >= 0 else "its objects cannot be listed"
+            verdict = f"stuck: Terminating for {evidence.ago(seconds)}; {left}"
+            if conversion == "Webhook":
+                verdict += f"; conversion webhook {webhook}"
+            stuck = True
+        else:
+            verdict, stuck = f"{State.PENDING.value}: Terminating for {evidence.ago(seconds)}", False
+        commands = scan_commands.crd_commands(name) if stuck else []
+        return TerminatingCrd(name, seconds, instances, conversion, webhook, verdict, stuck, commands)
+
+
+def _objects(cluster: ScanCluster, resource: Resource) -> tuple[list[dict[str, Any]], str]:
+    """Whole objects of a small type (APIServices, Leases); a refusal is a line, not an error."""
+    try:
+        return [obj for page in cluster.list_objects(resource, ListQuery()) for obj in page], ""
+    except UnfinalizeError as exc:
+        return [], f"cannot list {resource.qualified}: {exc}"
+
+
+def _peerings(cluster: ScanCluster, resources: Iterable[Resource]) -> list[dict[str, Any]]:
+    """kopf's peering objects, when their CRDs exist (kopf.dev, or zalando.org before 1.0)."""
+    found: list[dict[str, Any]] = []
+    for resource in resources:
+        if resource.plural in KOPF_PEERINGS and resource.group in KOPF_GROUPS:
+            found += _objects(cluster, resource)[0]
+    return found
+
+
+def _apiservice_rows(apiservices: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """(name, where it is served, available) per APIService that a service backs."""
+    rows = []
+    for obj in apiservices:
+        spec = obj.get("spec") or {}
+        service = spec.get("service") or {}
+        if not service:
+            continue  # served by the API server itself
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        ok = any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
+        where = f"service {service.get('namespace')}/{service.get('name')}"
+        rows.append((str((obj.get("metadata") or {}).get("name") or ""), where, ok))
+    return rows

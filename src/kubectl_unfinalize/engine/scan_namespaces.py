@@ -1,0 +1,81 @@
+"""Terminating namespaces for `scan`: the namespace controller's conditions, what inside
+is stuck, and the unavailable APIServices (while one cannot be discovered, the namespace
+controller finishes no namespace at all)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UnfinalizeError
+from ..kube.cluster import ListQuery, namespace_ref
+from ..kube.metadata import ScanCluster
+from ..model import NAMESPACE_RESOURCE
+from ..scan_model import Group, TerminatingNamespace
+from . import evidence, scan_commands
+from .namespace_reads import true_conditions
+from .scan_tally import timestamp
+
+if TYPE_CHECKING:
+    from .scan import ScanOptions
+
+NAMESPACE_PATIENCE = 300.0  # Terminating this long is stuck, whatever the conditions say
+
+
+def terminating_namespaces(
+    cluster: ScanCluster,
+    options: ScanOptions,
+    now: float,
+    groups: list[Group],
+    apiservices: list[str],
+    not_scanned: list[str],
+) -> list[TerminatingNamespace]:
+    try:
+        if options.namespace:
+            one = cluster.get(namespace_ref(options.namespace))
+            objects: list[dict[str, Any]] = [one] if one else []
+        else:
+            objects = [obj for page in cluster.list_objects(NAMESPACE_RESOURCE, ListQuery()) for obj in page]
+    except UnfinalizeError as exc:
+        not_scanned.append(f"namespaces: cannot read: {exc}")
+        return []
+    found = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        deletion = timestamp(meta.get("deletionTimestamp"))
+        if deletion is None or now - deletion < options.older_than:
+            continue
+        found.append(judge(obj, now - deletion, groups, apiservices, options.grace))
+    return sorted(found, key=lambda n: n.name)
+
+
+def judge(
+    obj: dict[str, Any], seconds: float, groups: list[Group], apiservices: list[str], grace: float
+) -> TerminatingNamespace:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    conditions = true_conditions(obj)
+    inside = [g for g in groups if g.terminating and name in g.namespaces]
+    stuck_inside = [g for g in inside if g.stuck]
+    reasons = [c.split(":", 1)[0] for c in conditions]
+    reasons += [f"APIService {a} unavailable" for a in apiservices]
+    reasons += [f"{g.count} {g.resource} held by {g.finalizer}" for g in stuck_inside]
+    if meta.get("finalizers"):
+        reasons.append(f"finalizers {list(meta['finalizers'])}")
+    waited = evidence.ago(seconds)
+    if seconds > grace and (reasons or seconds > NAMESPACE_PATIENCE):
+        if inside and not stuck_inside and not apiservices and seconds <= NAMESPACE_PATIENCE:
+            verdict, stuck = f"working: Terminating for {waited}; " + ", ".join(g.verdict for g in inside), False
+        else:
+            verdict, stuck = f"stuck: Terminating for {waited}" + "".join(f"; {r}" for r in reasons), True
+    else:
+        verdict, stuck = f"pending: Terminating for {waited}", False
+    return TerminatingNamespace(
+        name=name,
+        seconds=seconds,
+        conditions=conditions,
+        finalizers=list(meta.get("finalizers") or []),
+        apiservices=list(apiservices),
+        verdict=verdict,
+        stuck=stuck,
+        commands=scan_commands.namespace_commands(name, apiservices) if stuck else [],
+    )

@@ -1,0 +1,209 @@
+"""What `scan` found: plain data the engine returns and the command line renders.
+
+The field names of `to_dict` are the stable `-o json|yaml` document, described by
+docs/scan.schema.json; a field is added there before it is added here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import IncompleteError
+
+SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
+
+
+class State(str, Enum):
+    """A group's verdict, one word first (the values are stable for -o json)."""
+
+    STUCK = "stuck"  # nothing says a controller will remove it
+    WORKING = "working"  # the finalizer's manager wrote after the deletion, recently
+    ALIVE = "alive"  # a Lease or kopf peering entry of the controller is fresh
+    PENDING = "pending"  # deleted moments ago, no evidence either way yet
+    BUILTIN = "built-in"  # a Kubernetes controller's finalizer, waiting for something real
+    HELD = "held"  # --all: has finalizers, not being deleted (nothing to do)
+
+
+@dataclass
+class Manager:
+    """A field manager that owns `f:metadata/f:finalizers` on objects of a group."""
+
+    name: str
+    objects: int = 0  # how many objects of the group its entry covers
+    finalizer_write: str = ""  # latest time its finalizers entry was written (RFC 3339)
+    last_write: str = ""  # its latest write of anything on these objects
+    writes_after_deletion: int = 0  # objects it wrote after their deletionTimestamp
+
+
+@dataclass
+class Group:
+    """One finalizer on one resource type: how much it holds, who owns it, the verdict."""
+
+    finalizer: str
+    resource: str  # plural.group (plural for the core group)
+    kind: str
+    api_version: str
+    namespaced: bool
+    count: int
+    terminating: bool  # False only for the --all groups of objects not being deleted
+    oldest_seconds: float  # how long the oldest has waited since its deletionTimestamp
+    oldest_deletion: str
+    namespaces: list[str]
+    sample: list[str]  # namespace/name or name, bounded
+    owner: str  # in words, as far as the evidence goes
+    owner_kind: str  # builtin | crd | apiservice | manager | unknown
+    crd: str = ""  # the CRD that serves the type, if a CRD does
+    managers: list[Manager] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    state: State = State.STUCK
+    verdict: str = ""
+    stuck: bool = False
+    commands: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "finalizer": self.finalizer,
+            "resource": self.resource,
+            "kind": self.kind,
+            "apiVersion": self.api_version,
+            "namespaced": self.namespaced,
+            "count": self.count,
+            "terminating": self.terminating,
+            "oldestSeconds": round(self.oldest_seconds, 1),
+            "oldestDeletion": self.oldest_deletion,
+            "namespaces": list(self.namespaces),
+            "sample": list(self.sample),
+            "owner": {"kind": self.owner_kind, "name": self.owner, "crd": self.crd},
+            "managers": [
+                {
+                    "name": m.name,
+                    "objects": m.objects,
+                    "finalizerWrite": m.finalizer_write,
+                    "lastWrite": m.last_write,
+                    "writesAfterDeletion": m.writes_after_deletion,
+                }
+                for m in self.managers
+            ],
+            "evidence": list(self.evidence),
+            "state": self.state.value,
+            "verdict": self.verdict,
+            "stuck": self.stuck,
+            "commands": list(self.commands),
+        }
+
+
+@dataclass
+class TerminatingCrd:
+    """A CRD being deleted: what it still holds and how its objects are converted."""
+
+    name: str
+    seconds: float
+    instances: int  # objects of it the scan listed (-1: they could not be listed)
+    conversion: str  # None | Webhook
+    webhook: str = ""  # the webhook's service or URL
+    verdict: str = ""
+    stuck: bool = False
+    commands: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "terminatingSeconds": round(self.seconds, 1),
+            "instances": self.instances,
+            "conversion": self.conversion,
+            "webhook": self.webhook,
+            "verdict": self.verdict,
+            "stuck": self.stuck,
+            "commands": list(self.commands),
+        }
+
+
+@dataclass
+class TerminatingNamespace:
+    """A namespace being deleted: the namespace controller's conditions and what blocks it."""
+
+    name: str
+    seconds: float
+    conditions: list[str]
+    finalizers: list[str]  # metadata.finalizers (spec.finalizers are the controller's)
+    apiservices: list[str]  # unavailable APIServices (they block every namespace's deletion)
+    verdict: str = ""
+    stuck: bool = False
+    commands: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "terminatingSeconds": round(self.seconds, 1),
+            "conditions": list(self.conditions),
+            "finalizers": list(self.finalizers),
+            "apiServices": list(self.apiservices),
+            "verdict": self.verdict,
+            "stuck": self.stuck,
+            "commands": list(self.commands),
+        }
+
+
+@dataclass
+class ScanReport:
+    """Everything `scan` found. `stuck` is what a CI gate fails on; `not_scanned` says
+    what could not be read (a 403 on a type, an unavailable group version), so an empty
+    `stuck` is never mistaken for "checked everything" when it was not."""
+
+    groups: list[Group] = field(default_factory=list)
+    crds: list[TerminatingCrd] = field(default_factory=list)
+    namespaces: list[TerminatingNamespace] = field(default_factory=list)
+    not_scanned: list[str] = field(default_factory=list)  # one line per type or group version
+    types: int = 0  # resource types listed
+    objects: int = 0  # objects seen in them
+    seconds: float = 0.0
+    namespace: str | None = None  # -n
+    include_live: bool = False  # --all
+    older_than: float = 0.0
+
+    @property
+    def stuck(self) -> list[Group | TerminatingCrd | TerminatingNamespace]:
+        return [*(g for g in self.groups if g.stuck), *(c for c in self.crds if c.stuck), *self._stuck_namespaces]
+
+    @property
+    def _stuck_namespaces(self) -> list[TerminatingNamespace]:
+        return [n for n in self.namespaces if n.stuck]
+
+    @property
+    def ok(self) -> bool:
+        return not self.stuck
+
+    def raise_if_stuck(self) -> ScanReport:
+        """For a test session's final check: fail with what is stuck and how to free it."""
+        if self.stuck:
+            raise IncompleteError("; ".join(_stuck_line(item) for item in self.stuck))
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "apiVersion": SCHEMA_VERSION,
+            "ok": self.ok,
+            "stuck": len(self.stuck),
+            "namespace": self.namespace,
+            "all": self.include_live,
+            "olderThanSeconds": self.older_than,
+            "seconds": round(self.seconds, 3),
+            "scanned": {"types": self.types, "objects": self.objects},
+            "notScanned": list(self.not_scanned),
+            "groups": [g.to_dict() for g in self.groups],
+            "crds": [c.to_dict() for c in self.crds],
+            "namespaces": [n.to_dict() for n in self.namespaces],
+        }
+
+
+def _stuck_line(item: Group | TerminatingCrd | TerminatingNamespace) -> str:
+    if isinstance(item, Group):
+        what = f"{item.count} {item.resource} held by {item.finalizer}"
+    elif isinstance(item, TerminatingCrd):
+        what = f"CRD {item.name}"
+    else:
+        what = f"namespace {item.name}"
+    fix = f" (free: {' && '.join(item.commands)})" if item.commands else ""
+    return f"{what}: {item.verdict}{fix}"

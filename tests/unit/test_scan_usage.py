@@ -1,0 +1,37 @@
+"""scan's usage errors: one line, exit 2, no cluster contacted; its help names it."""
+
+import pytest
+
+from kubectl_unfinalize.cli.main import build_parser, main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["scan", "widgets"], "scan takes no names"),
+        (["scan", "--delete"], "scan reads only: --delete do not apply"),
+        (["scan", "--finalizer", "a/b", "-l", "x=y"], "-l, --finalizer do not apply"),
+        (["scan", "--dry-run=server"], "--dry-run do not apply"),
+        (["scan", "-f", "m.yaml"], "-f do not apply"),
+        (["scan", "-o", "name"], "not name"),
+        (["scan", "-n", "a", "-A"], "-n and -A cannot be combined"),
+        (["scan", "--older-than", "soon"], "invalid duration 'soon'"),
+        (["scan", "--timeout", "0"], "--timeout must be greater than 0"),
+        (["crd", "x", "-o", "wide"], "apply to scan only"),
+        (["crd", "x", "--all"], "apply to scan only"),
+        (["ns", "x", "--older-than", "1m"], "apply to scan only"),
+    ],
+)
+def test_scan_usage_errors(argv, message, capsys, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert message in err and "Traceback" not in err
+
+
+def test_help_describes_scan_its_verdicts_and_exit_codes():
+    text = build_parser().format_help()
+    assert "scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all]" in text
+    for needle in ("working ", "alive ", "pending ", "built-in ", "stuck ", "docs/scan.schema.json", "CI gate"):
+        assert needle in text, needle
