@@ -62,7 +62,8 @@ class Endpoint:
         via = urlsplit(self.proxy) if self.proxy else None
         address = (via.hostname or "", via.port or 80) if via else (host, port)
         try:
-            sock = socket.create_connection((ascii_bytes(address[0]), address[1]), timeout)
+            # bytes are what getaddrinfo takes unconverted; typeshed's create_connection says str only
+            sock = socket.create_connection((ascii_bytes(address[0]), address[1]), timeout)  # type: ignore[arg-type]
         except OSError as exc:
             raise NotSent(str(exc)) from (_at_proxy(via, exc) if via else exc)
         try:
