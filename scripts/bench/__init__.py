@@ -4,6 +4,7 @@ measure.py     run one command: wall time, CPU and peak RSS from os.wait4 in a s
 kube.py        the benchmark's own API client (urllib3) and the fixtures: namespaces, CRDs, objects
 peers.py       what is measured: the tool (as a kubectl plugin), plain kubectl, the ceiling program
 small.py       case 1: small teardowns, the tool against the kubectl 3-step sequence
+throttled.py   case 5: a 3-seat APF level, the tool against the ceiling at 3 (ideal) and 64 (naive)
 throughput.py  cases 2-4: throughput and the far cluster against the ceiling, the tool's peak RSS
 report.py      tables for people, one JSON document (--json) for programs (scripts/bench_compare.py)
 cli.py         the flags and the order of the cases

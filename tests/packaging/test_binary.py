@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import subprocess
+import sys
 import tarfile
 
+import pytest
 from pkgtest import ROOT, clean_env
 
 from kubectl_unfinalize._version import __version__
@@ -37,6 +39,44 @@ def test_a_run_reaches_the_kubernetes_client(binary, tmp_path):
     )
     result = run(binary, tmp_path, "crd", "widgets", "--kubeconfig", str(tmp_path / "config"))
     assert result.returncode == 1 and "cannot reach the API server" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the credential plugin is a shell script")
+def test_an_exec_credential_plugin_loads_the_kubernetes_client_and_what_it_imports(binary, tmp_path):
+    """An exec plugin is read by the kubernetes client (pydantic, dateutil, ...): on Linux its
+    libraries come out of lazy-binaries.zip on first import. A missing one would end the run
+    as an unexpected ImportError, not as the unreachable server."""
+    plugin = tmp_path / "credential"
+    plugin.write_text(
+        '#!/bin/sh\necho \'{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",'
+        ' "status": {"token": "from-the-plugin"}}\'\n'
+    )
+    plugin.chmod(0o755)
+    (tmp_path / "config").write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        f"users: [{{name: u, user: {{exec: {{apiVersion: client.authentication.k8s.io/v1, command: {plugin},"
+        " interactiveMode: Never}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    result = run(binary, tmp_path, "crd", "widgets", "--kubeconfig", str(tmp_path / "config"), "-v")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().endswith(
+        "error: cannot reach the API server at https://127.0.0.1:1: Connection refused"
+    )
+    assert "ImportError" not in result.stderr and "ModuleNotFoundError" not in result.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="lazy-binaries.zip is built on Linux only")
+def test_the_client_paths_libraries_are_not_unpacked_at_every_start(binary):
+    """What one-file start-up unpacks (typecodes b, x) holds none of the client path's
+    extension modules; lazy-binaries.zip carries them."""
+    from PyInstaller.archive.readers import CArchiveReader
+
+    toc = CArchiveReader(str(binary)).toc
+    unpacked = {name for name, entry in toc.items() if entry[-1] in "bxd"}
+    assert "lazy-binaries.zip" in unpacked
+    assert not [n for n in unpacked if n.startswith(("pydantic_core/", "charset_normalizer/", "certifi/"))]
+    assert not [n for n in unpacked if n.split("/")[-1].startswith(("_decimal.", "_ctypes.", "libffi."))]
+    assert [n for n in unpacked if n.split("/")[-1].startswith("_ssl.")]  # the tool's own path stays
 
 
 def test_binary_completes(binary, tmp_path):

@@ -32,13 +32,31 @@ __all__ = ["build_parser", "main"]
 def _versions() -> str:
     import platform
 
-    try:
-        from importlib.metadata import version
+    client = _dist_info_version("kubernetes")
+    if client is None:
+        try:
+            from importlib.metadata import version
 
-        client = version("kubernetes")
-    except Exception:  # noqa: BLE001 - the frozen binary may lack metadata
-        client = "unknown"
+            client = version("kubernetes")
+        except Exception:  # noqa: BLE001 - the frozen binary may lack metadata
+            client = "unknown"
     return f"kubectl-unfinalize {__version__} (python {platform.python_version()}, kubernetes client {client})"
+
+
+def _dist_info_version(project: str) -> str | None:
+    """The version in the name of `project`'s NAME-VERSION.dist-info directory on sys.path.
+    importlib.metadata finds the same, but importing it (email, zipfile, csv) was most of
+    the time --version took."""
+    prefix = f"{project}-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return name[len(prefix) : -len(".dist-info")]
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,7 +40,7 @@ from .preflight import preflight
 from .workers import Workers
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
-FIRST_POLL = 0.05
+FIRST_POLL = 0.01  # a small teardown's CRD is often gone within tens of ms; doubling reaches --poll soon
 SPLIT_LISTS = 64  # the final check lists a CRD per namespace when its freed objects were in this many or fewer
 
 ProgressListener = Callable[[Progress], None]
