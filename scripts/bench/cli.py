@@ -11,6 +11,8 @@
    object (user+sys of the process and its children), peak RSS.
 3. far cluster: the same through a loopback proxy adding 50 ms each way (100 ms round trip).
 4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
+5. big objects: 2,000 objects with a 100 KiB annotation each, tool vs ceiling (sizes.py).
+6. growth: the tool alone at N = 1,000 / 10,000 / 100,000 (--growth-n; --no-100k skips the last).
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -45,9 +47,10 @@ from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
 from .report import Report
+from .sizes import BigObjects, growth
 from .throughput import Results, Throughput
 
-SECTIONS = ["small", "throughput", "far", "rss"]
+SECTIONS = ["small", "throughput", "far", "rss", "big", "growth"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +64,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--far-n", type=int, action="append", metavar="N", help="far sizes (default 2000, 5000)")
     parser.add_argument("--delay", type=float, default=0.05, help="far: seconds added each way (default 0.05)")
     parser.add_argument("--large", action="store_true", help="rss: also N=100,000")
+    parser.add_argument("--big-n", type=int, action="append", metavar="N", help="big objects sizes (default 2000)")
+    parser.add_argument(
+        "--growth-n", type=int, action="append", metavar="N", help="growth sizes (default 1000, 10000, 100000)"
+    )
+    parser.add_argument("--no-100k", action="store_true", help="growth: leave N=100,000 out (it takes long)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
     parser.add_argument(
@@ -74,6 +82,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.runs = args.runs or (3 if args.quick else 10)
     args.sizes = args.n or ([200] if args.quick else [2000, 10000])
     args.far_sizes = args.far_n or ([200] if args.quick else [2000, 5000])
+    args.big_sizes = args.big_n or ([200] if args.quick else [2000])
+    args.growth_sizes = args.growth_n or ([200, 1000] if args.quick else [1000, 10000, 100000])
+    if args.no_100k:
+        args.growth_sizes = [n for n in args.growth_sizes if n < 100000]
     args.rss_sizes = [200] if args.quick else [10000] + ([100000] if args.large else [])
     return args
 
@@ -88,6 +100,8 @@ def settings(args: argparse.Namespace) -> dict:
         "far_sizes": args.far_sizes,
         "delay_s": args.delay,
         "rss_sizes": args.rss_sizes,
+        "big_sizes": args.big_sizes,
+        "growth_sizes": args.growth_sizes,
         "quick": args.quick,
         "tool": args.tool,
         "kubeconfig": args.kubeconfig,
@@ -161,5 +175,17 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "rss" in args.sections:
             report.rss(*bench.rss(args.rss_sizes, kubeconfig, throughput))
+        if "big" in args.sections:
+            big = BigObjects(bench)
+            results = big.compare(args.big_sizes, args.repeat, kubeconfig, "big")
+            report.throughput(
+                "big",
+                f"5. big objects: a {big.size // 1024} KiB annotation on each object, tool vs ceiling",
+                results,
+                [*notes, "acceptance: rate tool/ceil >= 0.8, tool peak RSS <= 150 MiB."],
+                {"repeat": args.repeat, "annotation_bytes": big.size},
+            )
+        if "growth" in args.sections:
+            report.growth(growth(bench, args.growth_sizes, kubeconfig, throughput))
     report.finish()
     return 0
