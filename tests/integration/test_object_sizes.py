@@ -81,7 +81,9 @@ def _reads(audit, plural: str) -> list[tuple[str, dict[str, list[str]], str]]:
     return [
         (e["verb"], parse_qs(urlsplit(e["requestURI"]).query), e["stageTimestamp"])
         for e in audit.events()
-        if e.get("verb") in ("list", "watch") and e["objectRef"].get("resource") == plural
+        if e.get("verb") in ("list", "watch")
+        and e["objectRef"].get("resource") == plural
+        and e["stage"] == "ResponseComplete"  # a watch is also recorded as it starts
     ]
 
 
