@@ -198,7 +198,8 @@ class FakeCluster:
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         self._call("list", ObjectRef(resource, resource.plural, query.namespace or None))
         if self.list_bytes is not None and resource not in self.listings:
-            self.listings[resource] = Listed(str(len(self.writes)), self.list_bytes)
+            count = len([r for r in self.objects if r.resource == resource])
+            self.listings[resource] = Listed(str(len(self.writes)), self.list_bytes, count)
         with self.lock:
             refs = [
                 r

@@ -13,7 +13,7 @@ from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone
 from kubectl_unfinalize.kube.changes import written_since
 from kubectl_unfinalize.kube.cluster import HttpCluster, ListQuery
-from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES, PageBudget
+from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES, Listed, PageBudget
 from kubectl_unfinalize.model import Action, Resource
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
@@ -156,3 +156,24 @@ def test_the_final_check_lists_again_when_the_watch_names_fewer_objects_than_wer
     report = run(cluster, settle=0.01)
     assert ("a", "refinalized") in actions(report)
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2
+
+
+def test_many_small_objects_are_listed_again_since_their_watch_events_would_cost_about_as_much():
+    cluster = FakeCluster()
+    for i in range(50):
+        cluster.add(f"s{i}", ["x"])
+    cluster.list_bytes = 40 << 20  # more than WATCH_OVER in all, but under WATCH_OBJECT each
+    cluster.listings[WIDGETS] = Listed("0", 40 << 20, 100_000)
+    report = run(cluster, settle=0.01)
+    assert report.ok and report.count(Action.UNFINALIZED) == 50
+    assert ("watch", "widgets") not in cluster.calls
+    assert len([c for c in cluster.calls if c[0] == "list"]) == 2
+
+
+def test_no_watch_outlasts_the_run_s_deadline():
+    class Refused:
+        def request(self, *args, **kwargs):
+            raise AssertionError("no watch should be sent")
+
+    cluster = HttpCluster(Refused(), Deadline(0.5))  # type: ignore[arg-type]
+    assert cluster.written_since(WIDGETS, ListQuery(namespace="ns"), "1", 1) is None

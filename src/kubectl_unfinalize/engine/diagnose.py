@@ -22,7 +22,8 @@ from .workers import Mapper
 EXAMPLES = 5
 LISTS_AT_ONCE = 16  # each holds a page: memory stays a few pages, whatever the number of namespaces
 CONDITIONS = ("Terminating", "NamesAccepted", "Established")
-WATCH_OVER = 32 << 20  # a list that read more bytes than this is watched, not read again, by the final check
+WATCH_OVER = 32 << 20  # a list that read more bytes than this is watched, not read again, by the final check,
+WATCH_OBJECT = 4 << 10  # when its objects are this big: a small one's metadata costs about what its watch event does
 WATCH_EVENTS_PER_SECOND = 20000  # the watch of a place lasts a second more per this many objects freed there
 
 
@@ -71,18 +72,18 @@ def final_check(
     therefore re-reads at once, and only a short one waits for the rest of `settle`.
 
     Reading them all again would download every object's metadata a second time (each
-    annotation of 100 KiB again), so where the run's list read more than WATCH_OVER bytes,
-    a place is watched instead (changes.py): from the resourceVersion of that list's first
-    page, before any write of this run to those objects, a Table watch without objects
-    names each object written since, once per write. A controller putting a finalizer
-    back is a write after this run's own: only the objects written twice or more are read
-    again (a GET each), and the rest cannot have taken finalizers back. The watch lasts
-    until `settle` has passed (at least a second: timeoutSeconds); the history before it
-    comes at once from the API server's watch cache. A place is listed as before when
-    the server no longer holds that history (410 Expired: a long run, or a restarted
-    API server), when the watch names fewer objects than the run freed there (its history
-    was cut short), and for a namespaced type listed across many namespaces (Table rows
-    carry no namespace)."""
+    annotation of 100 KiB again), so where the run's list read more than WATCH_OVER bytes
+    of objects of WATCH_OBJECT bytes or more, a place is watched instead (changes.py):
+    from the resourceVersion of that list's first page, before any write of this run to
+    those objects, a Table watch without objects names each object written since, once
+    per write. A controller putting a finalizer back is a write after this run's own:
+    only the objects written twice or more are read again (a GET each), and the rest
+    cannot have taken finalizers back. The watch lasts until `settle` has passed (at
+    least a second: timeoutSeconds); the history before it comes at once from the API
+    server's watch cache. A place is listed as before when the server no longer holds
+    that history (410 Expired: a long run, or a restarted API server), when the watch
+    names fewer objects than the run freed there (its history was cut short), and for a
+    namespaced type listed across many namespaces (Table rows carry no namespace)."""
     if not live:
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
@@ -141,6 +142,7 @@ def _watchable(
             seen is not None
             and seen.resource_version
             and seen.nbytes >= WATCH_OVER
+            and seen.nbytes >= WATCH_OBJECT * seen.objects
             and (namespace is not None or not resource.namespaced)
         ):
             watched.append((resource, namespace, seen.resource_version))
