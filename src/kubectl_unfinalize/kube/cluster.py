@@ -1,6 +1,7 @@
-"""Typed API verbs over the transport: the only module that builds paths, queries and
-request bodies, and that decides what a status means for a verb (404 on a delete is
-"already gone", 410 on a list continues or restarts it)."""
+"""Typed API verbs over the transport: with paging.py (list pages) and changes.py (which
+objects were written since), the only modules that build paths, queries and request
+bodies, and that decide what a status means for a verb (404 on a delete is "already
+gone", 410 on a list continues or restarts it)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from functools import partial
 from typing import Any, Protocol
 
 from ..deadline import Deadline
-from ..errors import ApiError, Gone, NotFound
+from ..errors import ApiError, NotFound
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from ..net.bulk import Bulk, BulkPatch, Sink
 from ..options import DryRun
 from . import changes
-from .paging import Listed, ListRecord, PageBudget
+from .paging import Listed, ListRecord, pages
 from .paging import ListQuery as ListQuery  # where the engine imports it from
 from .transport import MERGE_PATCH, Transport
 
@@ -147,39 +148,7 @@ class HttpCluster:
         return self._pages(resource, query, "application/json")
 
     def _pages(self, resource: Resource, query: ListQuery, accept: str) -> Iterator[list[dict[str, Any]]]:
-        """Pages of a list. A 404 means the resource is gone: no pages. An expired
-        continue token goes on with the token the 410 carries (the API server offers
-        one that continues without a consistent snapshot, which a re-listing loop does
-        not need), or restarts the list when there is none."""
-        path = resource.path(query.namespace if resource.namespaced else None)
-        token = ""
-        budget = PageBudget(query.limit)
-        size = [0]
-        while True:
-            params = {
-                "limit": budget.limit(),
-                "continue": token,
-                "labelSelector": query.label_selector,
-                "fieldSelector": query.field_selector,
-            }
-            try:
-                page = self._request("GET", path, query=params, accept=accept, on_bytes=partial(_store, size))
-            except NotFound:
-                return
-            except Gone as exc:
-                if not token:
-                    raise
-                token = exc.continue_token
-                continue
-            items: list[dict[str, Any]] = page.get("items") or []
-            listed = page.get("metadata") or {}
-            del page  # held by this frame while the caller works on the page otherwise
-            budget.seen(len(items), size[0])
-            self.listed.page(path, not token, str(listed.get("resourceVersion") or ""), len(items), size[0])
-            token = listed.get("continue") or ""
-            yield items
-            if not token:
-                return
+        return pages(self._request, resource, query, accept, self.listed)
 
     def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
         return self.listed.get(resource.path(namespace if resource.namespaced else None))
@@ -345,10 +314,6 @@ def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[
     """The patch that removes every finalizer of `meta`, for Cluster.bulk()."""
     ref = meta.ref
     return BulkPatch(ref.resource.path(ref.namespace, ref.name), REMOVE_ALL, done, fallback)
-
-
-def _store(box: list[int], value: int) -> None:
-    box[0] = value
 
 
 def crd_ref(name: str) -> ObjectRef:

@@ -15,7 +15,12 @@ it all again costs more than watching."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
+
+from ..errors import Gone, NotFound
+from ..model import Resource
 
 
 @dataclass(frozen=True)
@@ -81,3 +86,46 @@ class ListRecord:
     def get(self, path: str) -> Listed | None:
         with self._lock:
             return self._by_path.get(path)
+
+
+def pages(
+    request: Callable[..., Any], resource: Resource, query: ListQuery, accept: str, record: ListRecord
+) -> Iterator[list[dict[str, Any]]]:
+    """Pages of a list, each `limit` from the budget. A 404 means the resource is gone: no
+    pages. An expired continue token goes on with the token the 410 carries (the API
+    server offers one that continues without a consistent snapshot, which a re-listing
+    loop does not need), or restarts the list when there is none."""
+    path = resource.path(query.namespace if resource.namespaced else None)
+    token = ""
+    budget = PageBudget(query.limit)
+    size = 0
+
+    def sized(nbytes: int) -> None:
+        nonlocal size
+        size = nbytes
+
+    while True:
+        params = {
+            "limit": budget.limit(),
+            "continue": token,
+            "labelSelector": query.label_selector,
+            "fieldSelector": query.field_selector,
+        }
+        try:
+            page = request("GET", path, query=params, accept=accept, on_bytes=sized)
+        except NotFound:
+            return
+        except Gone as exc:
+            if not token:
+                raise
+            token = exc.continue_token
+            continue
+        items: list[dict[str, Any]] = page.get("items") or []
+        listed = page.get("metadata") or {}
+        del page  # held by this frame while the caller works on the page otherwise
+        budget.seen(len(items), size)
+        record.page(path, not token, str(listed.get("resourceVersion") or ""), len(items), size)
+        token = listed.get("continue") or ""
+        yield items
+        if not token:
+            return
