@@ -170,10 +170,15 @@ def test_many_small_objects_are_listed_again_since_their_watch_events_would_cost
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2
 
 
-def test_no_watch_outlasts_the_run_s_deadline():
+def test_no_watch_outlasts_the_run_s_deadline_or_the_request_timeout():
     class Refused:
+        request_timeout = None
+
         def request(self, *args, **kwargs):
             raise AssertionError("no watch should be sent")
 
     cluster = HttpCluster(Refused(), Deadline(0.5))  # type: ignore[arg-type]
     assert cluster.written_since(WIDGETS, ListQuery(namespace="ns"), "1", 1) is None
+    short = Refused()
+    short.request_timeout = 1.5
+    assert HttpCluster(short, Deadline(None)).written_since(WIDGETS, ListQuery(), "1", 1) is None  # type: ignore[arg-type]

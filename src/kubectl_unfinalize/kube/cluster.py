@@ -154,8 +154,8 @@ class HttpCluster:
         return self.listed.get(resource.path(namespace if resource.namespaced else None))
 
     def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
-        """None too when the run's deadline comes before the watch would end."""
-        if self.deadline.remaining() < seconds + 1:
+        """None too when the run's deadline, or --request-timeout, ends before the watch would."""
+        if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
             return None
         return changes.written_since(self._request, resource, query, since, seconds)
 
