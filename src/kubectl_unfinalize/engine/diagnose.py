@@ -64,7 +64,9 @@ def final_check(
     being deleted. `live` holds the uids of the freed objects that had no
     deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
     `lists` are the (type, namespace) pairs where they were (None: every namespace), and
-    `live_in` how many of them each holds.
+    `live_in` how many of them each holds; they are read again sixteen at a time (or
+    watched, all at once) on the engine's threads, whose connections are open: on a far cluster each list
+    page is a round trip, and the pages of one list can only be read one after the other.
 
     The wait counts from `first_freed`, when the first of them was freed: a controller
     that is running puts finalizers back on every object it sees freed, so once the

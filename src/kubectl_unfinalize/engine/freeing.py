@@ -106,8 +106,10 @@ class Freer:
         if not meta.terminating and not self.options.delete:
             if self.first_live is None:
                 self.first_live = time.monotonic()
-            self.live.add(meta.uid)
-            self.live_places[(meta.ref.resource, meta.ref.namespace)] += 1
+            with self.lock:  # from the workers and the bulk sender at once: a count must not be lost
+                if meta.uid not in self.live:
+                    self.live.add(meta.uid)
+                    self.live_places[(meta.ref.resource, meta.ref.namespace)] += 1
         self.book.of(meta, Action.UNFINALIZED, removed, message, finalizers.leaks(removed, obj, meta.external_name))
         return True
 
