@@ -17,6 +17,8 @@
    bench/lister (client-go listing every type metadata-only): time, peak RSS, ratio.
 7. throttled: a priority level of 3 seats that answers 429 to what does not fit: the tool
    against the ceiling at exactly 3 in flight (ideal) and at 64 (naive), and each one's 429s.
+8. big objects: 2,000 objects with a 100 KiB annotation each, tool vs ceiling (sizes.py).
+9. growth: the tool alone at N = 1,000 / 10,000 / 100,000 (--growth-n; --no-100k skips the last).
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -52,10 +54,11 @@ from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
 from .report import Report
+from .sizes import BigObjects, growth
 from .throttled import Throttled
 from .throughput import Results, Throughput
 
-SECTIONS = ["small", "throughput", "far", "rss", "many-crds", "scan", "throttled"]
+SECTIONS = ["small", "throughput", "far", "rss", "many-crds", "scan", "throttled", "big", "growth"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -74,6 +77,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--large", action="store_true", help="rss: also N=100,000")
     parser.add_argument("--scan-types", type=int, help="scan: CRDs (default 50)")
     parser.add_argument("--scan-per-type", type=int, help="scan: terminating objects per CRD (default 400)")
+    parser.add_argument("--big-n", type=int, action="append", metavar="N", help="big objects sizes (default 2000)")
+    parser.add_argument(
+        "--growth-n", type=int, action="append", metavar="N", help="growth sizes (default 1000, 10000, 100000)"
+    )
+    parser.add_argument("--no-100k", action="store_true", help="growth: leave N=100,000 out (it takes long)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
     parser.add_argument(
@@ -91,6 +99,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.scan_per_type = args.scan_per_type or (40 if args.quick else 400)
     args.delays = args.delay or [0.05, 0.15]
     args.throttled_sizes = args.throttled_n or ([200] if args.quick else [2000])
+    args.big_sizes = args.big_n or ([200] if args.quick else [2000])
+    args.growth_sizes = args.growth_n or ([200, 1000] if args.quick else [1000, 10000, 100000])
+    if args.no_100k:
+        args.growth_sizes = [n for n in args.growth_sizes if n < 100000]
     args.rss_sizes = [200] if args.quick else [10000] + ([100000] if args.large else [])
     return args
 
@@ -108,6 +120,8 @@ def settings(args: argparse.Namespace) -> dict:
         "rss_sizes": args.rss_sizes,
         "scan_types": args.scan_types,
         "scan_per_type": args.scan_per_type,
+        "big_sizes": args.big_sizes,
+        "growth_sizes": args.growth_sizes,
         "quick": args.quick,
         "tool": args.tool,
         "kubeconfig": args.kubeconfig,
@@ -190,5 +204,17 @@ def main(argv: list[str] | None = None) -> int:
             throttled.report(
                 report, Throttled(kube, peers, bench, workdir).compare(args.throttled_sizes, args.repeat), args.repeat
             )
+        if "big" in args.sections:
+            big = BigObjects(bench)
+            results = big.compare(args.big_sizes, args.repeat, kubeconfig, "big")
+            report.throughput(
+                "big",
+                f"8. big objects: a {big.size // 1024} KiB annotation on each object, tool vs ceiling",
+                results,
+                [*notes, "acceptance: rate tool/ceil >= 0.8, tool peak RSS <= 150 MiB."],
+                {"repeat": args.repeat, "annotation_bytes": big.size},
+            )
+        if "growth" in args.sections:
+            report.growth(growth(bench, args.growth_sizes, kubeconfig, throughput))
     report.finish()
     return 0

@@ -181,3 +181,25 @@ class Report:
             ["max RSS of the process or of its largest child (the one-file binary unpacks into a child)."],
         )
         self.save()
+
+    def growth(self, results: Results) -> None:
+        """Time per object and peak RSS by N; each size's time per object against 10,000's."""
+        self.doc["cases"]["growth"] = {
+            "sizes": {str(n): {"tool": samples_json(peers["tool"])} for n, peers in results.items()}
+        }
+        per = {n: med([s.seconds for s in peers["tool"]]) * 1000 / n for n, peers in results.items()}
+        ref = per.get(10000)
+        rows = []
+        for n, peers in results.items():
+            ms = self.figure(f"growth.{n}.tool.ms_per_object", per[n])
+            peak = self.figure(f"growth.{n}.tool.peak_rss_mib", max(s.rss_mib for s in peers["tool"]))
+            ratio = self.figure(f"growth.{n}.ratio.ms_per_object_vs_10000", ms / ref) if ref else None
+            seconds = med([s.seconds for s in peers["tool"]])
+            rows.append([f"{n:,}", f"{seconds:.1f}", f"{ms:.2f}", f"{ratio:.2f}" if ratio else "", f"{peak:.0f}"])
+        self.table(
+            "6. growth: the tool alone (kubectl-unfinalize crd NAME -q) by N",
+            ["N", "seconds", "ms/object", "ms/object vs 10,000", "peak RSS MiB"],
+            rows,
+            ["acceptance: ms/object at 100,000 <= 1.2x the one at 10,000; peak RSS at 100,000 < 100 MiB."],
+        )
+        self.save()

@@ -53,6 +53,9 @@ STOP_TIMEOUT = 15.0
 # linger for many seconds; a restart test wants it gone, and etcd holds all state anyway.
 APISERVER_STOP_TIMEOUT = 3.0
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+# The lists and watches of custom resources in this API group are recorded too: a test that
+# pins how a list is paged, or that a check watches instead of listing, makes its CRD here.
+READS_GROUP = "reads.unfinalize.test"
 AUDIT_POLICY = f"""\
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -60,6 +63,9 @@ omitStages: [RequestReceived]
 rules:
 - level: Metadata
   verbs: [{", ".join(WRITE_VERBS)}]
+- level: Metadata
+  verbs: [list, watch]
+  resources: [{{group: {READS_GROUP}}}]
 - level: None
 """
 # audit_reads=True: the admin user's gets and lists too (the tool runs as that user), to

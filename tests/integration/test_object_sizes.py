@@ -68,3 +68,90 @@ def test_one_patch_per_object_whatever_its_size(
         wait_until("objects gone", lambda: not snapshot(api_client, crd), timeout=30)
     else:
         assert all(fin == () for _, fin, _ in snapshot(api_client, crd).values())
+
+
+BIG = 100 * 1024
+MANY_BIG = 360  # 36 MB of annotations: more than the final check would read again (diagnose.WATCH_OVER)
+
+
+def _reads(audit, plural: str) -> list[tuple[str, dict[str, list[str]], str]]:
+    """(verb, query, stage timestamp) of each list or watch of `plural` by the tests' user since the mark."""
+    from urllib.parse import parse_qs, urlsplit
+
+    return [
+        (e["verb"], parse_qs(urlsplit(e["requestURI"]).query), e["stageTimestamp"])
+        for e in audit.events()
+        if e.get("verb") in ("list", "watch")
+        and e["objectRef"].get("resource") == plural
+        and e["stage"] == "ResponseComplete"  # a watch is also recorded as it starts
+        and not e["user"]["username"].startswith("system:")  # the garbage collector's informers
+    ]
+
+
+def test_big_objects_are_listed_a_few_mb_a_page_and_the_final_check_watches_instead_of_listing_again(
+    api_client, make_crd, namespace, kubeconfig, audit
+):
+    """100 KiB annotations: each list page asks for at most a few MB of objects, and the
+    final check does not list them all again; a finalizer a controller puts back after the
+    patch is still reported."""
+    import secrets
+    import threading
+    import time
+
+    from controlplane.controlplane import READS_GROUP
+
+    from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES
+
+    crd = make_crd(kind=f"Big{secrets.token_hex(3)}", group=READS_GROUP)
+    custom = CustomObjectsApi(api_client)
+    annotation = "x" * BIG
+
+    def one(i: int) -> None:
+        body = {
+            "apiVersion": f"{crd.group}/{crd.version}",
+            "kind": crd.kind,
+            "metadata": {"name": f"big{i}", "finalizers": [HOLD], "annotations": {"example.test/state": annotation}},
+        }
+        custom.create_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, body)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(MANY_BIG)))
+    stop = threading.Event()
+
+    def controller() -> None:
+        """Puts the finalizer back on big7 once, after the run freed it."""
+        while not stop.is_set():
+            obj = custom.get_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, "big7")
+            if not obj["metadata"].get("finalizers"):
+                patch = {"metadata": {"finalizers": [HOLD]}}
+                custom.patch_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, "big7", patch)
+                return
+            time.sleep(0.05)
+
+    audit.mark()
+    thread = threading.Thread(target=controller, daemon=True)
+    thread.start()
+    try:
+        report = unfinalize(crds=[crd.name], timeout=120, kubeconfig=kubeconfig)
+    finally:
+        stop.set()
+        thread.join(10)
+    back = [o for o in report.outcomes if o.action is Action.REFINALIZED]
+    assert [o.name for o in back] == ["big7"], [o.to_dict() for o in report.outcomes if o.action.is_failure]
+    assert report.count(Action.UNFINALIZED) == MANY_BIG and report.failures == 1
+
+    reads = _reads(audit, crd.plural)
+    lists = [(q, at) for verb, q, at in reads if verb == "list"]
+    limits = [int(q["limit"][0]) for q, _ in lists]
+    assert limits and limits[0] == FIRST_LIMIT, limits
+    assert all(limit * BIG <= PAGE_BYTES for limit in limits[1:]), limits  # a few MB a page, not 500 objects
+    patches = [
+        e["stageTimestamp"]
+        for e in audit.writes()
+        if e["verb"] == "patch" and e["objectRef"].get("resource") == crd.plural
+    ]
+    first_patch = min(patches)
+    listed_again = [q for q, at in lists if at > first_patch and "continue" not in q]
+    assert not listed_again, listed_again  # no second full list after the patches
+    watches = [q for verb, q, at in reads if verb == "watch"]
+    assert len(watches) == 1 and watches[0]["includeObject"] == ["None"], watches

@@ -11,6 +11,7 @@ import itertools
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
 from kubectl_unfinalize.kube.cluster import Deleted, ListQuery
+from kubectl_unfinalize.kube.paging import Listed
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from kubectl_unfinalize.net.bulk import BulkPatch, Sink
 from kubectl_unfinalize.options import DryRun
@@ -76,6 +78,20 @@ class FakeCluster:
         self.sender: FakeBulk | None = None  # the last one bulk() made
         self.specs: dict[str, dict[str, Any]] = {}  # a CRD's spec and status by name, as get() shows them
         self.merge_patches: list[tuple[str, dict[str, Any], DryRun]] = []  # (name, body, dry run) of each
+        # A watchable cluster: each list records the resourceVersion it read at (an index
+        # into `writes`, the refs of every write in order) and as many bytes as `list_bytes`.
+        self.list_bytes: int | None = None
+        self.listings: dict[Resource, Listed] = {}
+        self.writes: list[ObjectRef] = []
+        self.expired = False  # a watch finds its history gone (410)
+
+    def write(self, name: str, finalizers: list[str], resource: Resource = WIDGETS) -> None:
+        """Another writer (a controller) sets the finalizers of `name`: a write the watch sees."""
+        with self.lock:
+            ref = next(r for r in self.objects if r.name == name and r.resource == resource)
+            self.objects[ref].finalizers = list(finalizers)
+            self.objects[ref].rv += 1
+            self.writes.append(ref)
 
     # -- setup
     def add(
@@ -175,11 +191,15 @@ class FakeCluster:
                 return None
             stored.finalizers = []
             stored.rv += 1
+            self.writes.append(ref)
             self._settle()
         return ref
 
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         self._call("list", ObjectRef(resource, resource.plural, query.namespace or None))
+        if self.list_bytes is not None and resource not in self.listings:
+            count = len([r for r in self.objects if r.resource == resource])
+            self.listings[resource] = Listed(str(len(self.writes)), self.list_bytes, count)
         with self.lock:
             refs = [
                 r
@@ -198,6 +218,19 @@ class FakeCluster:
 
     def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
         raise NotImplementedError
+
+    def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
+        return self.listings.get(resource)
+
+    def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
+        """`writes` per name after the `since`-th entry (a resourceVersion here is an
+        index into it); None when `expired`: the history is gone."""
+        self._call("watch", ObjectRef(resource, resource.plural, query.namespace or None))
+        if self.expired:
+            return None
+        return Counter(
+            r.name for r in self.writes[int(since) :] if r.resource == resource and r.namespace == query.namespace
+        )
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None:
         raise NotImplementedError
@@ -271,6 +304,7 @@ class FakeCluster:
         with self.lock:
             stored.finalizers = list(keep or [])
             stored.rv += 1
+            self.writes.append(meta.ref)
             self._settle()
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:

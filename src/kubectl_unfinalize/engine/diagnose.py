@@ -6,8 +6,9 @@ first few examples, so a diagnosis of a huge CRD costs no more memory than a pag
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from .. import finalizers
@@ -21,6 +22,9 @@ from .workers import Mapper
 EXAMPLES = 5
 LISTS_AT_ONCE = 16  # each holds a page: memory stays a few pages, whatever the number of namespaces
 CONDITIONS = ("Terminating", "NamesAccepted", "Established")
+WATCH_OVER = 32 << 20  # a list that read more bytes than this is watched, not read again, by the final check,
+WATCH_OBJECT = 4 << 10  # when its objects are this big: a small one's metadata costs about what its watch event does
+WATCH_EVENTS_PER_SECOND = 20000  # the watch of a place lasts a second more per this many objects freed there
 
 
 def explain(exc: UnfinalizeError, verb: str, resource: Resource) -> str:
@@ -54,24 +58,42 @@ def final_check(
     live: set[str],
     first_freed: float | None,
     pool: Mapper,
+    live_in: Mapping[tuple[Resource, str | None], int] | None = None,
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
     being deleted. `live` holds the uids of the freed objects that had no
     deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
-    `lists` are the (type, namespace) pairs where they were (None: every namespace),
-    read again sixteen at a time on the engine's threads, whose connections are open:
-    on a far cluster each list page is a round trip, and the pages of one list can only
-    be read one after the other.
+    `lists` are the (type, namespace) pairs where they were (None: every namespace), and
+    `live_in` how many of them each holds; they are read again sixteen at a time (or
+    watched, all at once) on the engine's threads, whose connections are open: on a far cluster each list
+    page is a round trip, and the pages of one list can only be read one after the other.
 
     The wait counts from `first_freed`, when the first of them was freed: a controller
     that is running puts finalizers back on every object it sees freed, so once the
     earliest one had `settle` seconds, reading them all again shows it; a long run
-    therefore re-reads at once, and only a short one waits for the rest of `settle`."""
+    therefore re-reads at once, and only a short one waits for the rest of `settle`.
+
+    Reading them all again would download every object's metadata a second time (each
+    annotation of 100 KiB again), so where the run's list read more than WATCH_OVER bytes
+    of objects of WATCH_OBJECT bytes or more, a place is watched instead (changes.py):
+    from the resourceVersion of that list's first page, before any write of this run to
+    those objects, a Table watch without objects names each object written since, once
+    per write. A controller putting a finalizer back is a write after this run's own:
+    only the objects written twice or more are read again (a GET each), and the rest
+    cannot have taken finalizers back. The watch lasts until `settle` has passed (at
+    least a second: timeoutSeconds); the history before it comes at once from the API
+    server's watch cache. A place is listed as before when the server no longer holds
+    that history (410 Expired: a long run, or a restarted API server), when the watch
+    names fewer objects than the run freed there (its history was cut short), and for a
+    namespaced type listed across many namespaces (Table rows carry no namespace)."""
     if not live:
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
-    time.sleep(max(0.0, options.settle - waited))
     query = replace(_query(options), finalized_only=True)  # what has none cannot have them back
+    watched, listed = _watchable(cluster, options, lists)
+    rest = max(0.0, options.settle - waited)
+    if not watched:
+        time.sleep(rest)
 
     def check(page: Iterable[ObjectMeta | None]) -> None:
         for meta in page:
@@ -84,14 +106,51 @@ def final_check(
                     meta, Action.REFINALIZED, back, f"finalizers came back{culprit}: is a controller still running?"
                 )
 
+    def watch(place: tuple[Resource, str | None, str]) -> list[ObjectRef] | None:
+        """The objects of a place written more than once since its list, or None: list it."""
+        resource, namespace, since = place
+        freed = (live_in or {}).get((resource, namespace if resource.namespaced else None), 0)
+        seconds = max(1, math.ceil(rest)) + freed // WATCH_EVENTS_PER_SECOND
+        written = cluster.written_since(resource, replace(query, namespace=namespace), since, seconds)
+        if written is None or len(written) < freed:
+            return None
+        return [ObjectRef(resource, name, namespace) for name, writes in written.items() if writes > 1]
+
     def list_again(place: tuple[Resource, str | None]) -> None:
         resource, namespace = place
         for page in cluster.list_meta(resource, replace(query, namespace=namespace)):  # a page at a time
             check(page)
 
-    for start in range(0, len(lists), LISTS_AT_ONCE):
-        list(pool.map(list_again, lists[start : start + LISTS_AT_ONCE]))
-    check(pool.map(cluster.get_meta, objects))
+    again: list[ObjectRef] = []
+    for place, found in zip(watched, pool.map(watch, watched), strict=True):
+        if found is None:
+            listed.append(place[:2])
+        else:
+            again += found
+    for start in range(0, len(listed), LISTS_AT_ONCE):
+        list(pool.map(list_again, listed[start : start + LISTS_AT_ONCE]))
+    check(pool.map(cluster.get_meta, [*again, *objects]))
+
+
+def _watchable(
+    cluster: Cluster, options: Options, lists: Sequence[tuple[Resource, str | None]]
+) -> tuple[list[tuple[Resource, str | None, str]], list[tuple[Resource, str | None]]]:
+    """The places to watch (with the resourceVersion to watch from), and those to list."""
+    watched: list[tuple[Resource, str | None, str]] = []
+    listed: list[tuple[Resource, str | None]] = []
+    for resource, namespace in lists:
+        seen = cluster.listed_at(resource, options.namespace)
+        if (
+            seen is not None
+            and seen.resource_version
+            and seen.nbytes >= WATCH_OVER
+            and seen.nbytes >= WATCH_OBJECT * seen.objects
+            and (namespace is not None or not resource.namespaced)
+        ):
+            watched.append((resource, namespace, seen.resource_version))
+        else:
+            listed.append((resource, namespace))
+    return watched, listed
 
 
 def blocking(

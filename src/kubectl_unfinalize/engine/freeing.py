@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -34,7 +35,7 @@ class Freer:
         self.deadline = deadline
         self.seen: set[str] = set()  # uids listed or read: the report's "scanned"
         self.live: set[str] = set()  # uids freed while not terminating: may come back
-        self.live_places: set[tuple[Resource, str | None]] = set()  # (type, namespace) of each
+        self.live_places: Counter[tuple[Resource, str | None]] = Counter()  # how many in each (type, namespace)
         self.first_live: float | None = None  # when the first of them was freed
         self.lock = threading.Lock()
         self.cleared: Callable[[], object] = lambda: None  # waits for the RBAC preflight; raises its refusal
@@ -105,8 +106,10 @@ class Freer:
         if not meta.terminating and not self.options.delete:
             if self.first_live is None:
                 self.first_live = time.monotonic()
-            self.live.add(meta.uid)
-            self.live_places.add((meta.ref.resource, meta.ref.namespace))
+            with self.lock:  # from the workers and the bulk sender at once: a count must not be lost
+                if meta.uid not in self.live:
+                    self.live.add(meta.uid)
+                    self.live_places[(meta.ref.resource, meta.ref.namespace)] += 1
         self.book.of(meta, Action.UNFINALIZED, removed, message, finalizers.leaks(removed, obj, meta.external_name))
         return True
 

@@ -235,6 +235,7 @@ class Engine:
                 self.freer.live,
                 self.freer.first_live,
                 self.workers,
+                self.freer.live_places,
             )
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"

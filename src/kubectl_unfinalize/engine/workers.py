@@ -210,7 +210,11 @@ class ReadAhead(Iterator[T]):
     """The same items, fetched on a thread from the moment this is made: a list's first
     page is read while the RBAC preflight is answered, and each next page while this
     page's jobs are queued (on a far cluster each page is a round trip or more).
-    close() stops the fetching after the item under way."""
+    close() stops the fetching after the item under way.
+
+    What waits here is one page of ObjectMeta (names, uids, finalizers), not the page as
+    the server sent it: list_meta drops the decoded objects before handing a page on, so
+    read-ahead adds one page answer in flight (paging.PAGE_BYTES) to what the run holds."""
 
     def __init__(self, items: Iterator[T]) -> None:
         self._items = items

@@ -1,9 +1,11 @@
-"""Typed API verbs over the transport: the only module that builds paths, queries and
-request bodies, and that decides what a status means for a verb (404 on a delete is
-"already gone", 410 on a list continues or restarts it)."""
+"""Typed API verbs over the transport: with paging.py (list pages) and changes.py (which
+objects were written since), the only modules that build paths, queries and request
+bodies, and that decide what a status means for a verb (404 on a delete is "already
+gone", 410 on a list continues or restarts it)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -11,27 +13,19 @@ from functools import partial
 from typing import Any, Protocol
 
 from ..deadline import Deadline
-from ..errors import ApiError, Gone, NotFound
+from ..errors import ApiError, NotFound
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from ..net.bulk import Bulk, BulkPatch, Sink
 from ..options import DryRun
+from . import changes
+from .paging import Listed, ListRecord, pages
+from .paging import ListQuery as ListQuery  # where the engine imports it from
 from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
-
-
-@dataclass(frozen=True)
-class ListQuery:
-    """Which objects of a resource to list, and how many per page."""
-
-    namespace: str | None = None
-    label_selector: str | None = None
-    field_selector: str | None = None
-    limit: int = 500
-    finalized_only: bool = False  # objects without finalizers are skipped, not decoded into ObjectMeta
 
 
 @dataclass(frozen=True)
@@ -53,6 +47,14 @@ class Cluster(Protocol):
     def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None: ...
+
+    def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
+        """What this run's lists of `resource` (in `namespace`, None: all) saw, if any."""
+        ...
+
+    def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
+        """Writes per object name since `since`, by a watch that lasts `seconds` (changes.py)."""
+        ...
 
     def api_discovery(self) -> list[dict[str, Any]]: ...
 
@@ -92,13 +94,14 @@ class Cluster(Protocol):
 class HttpCluster:
     """The verbs over HTTP, each request bounded by the run's deadline."""
 
-    def __init__(self, transport: Transport, deadline: Deadline) -> None:
+    def __init__(self, transport: Transport, deadline: Deadline, listed: ListRecord | None = None) -> None:
         self.transport = transport
         self.deadline = deadline
+        self.listed = listed or ListRecord()  # what each list saw: the final check's starting point
 
     def bounded(self, deadline: Deadline) -> HttpCluster:
         """The same cluster under another deadline (a short grace for diagnosis)."""
-        return HttpCluster(self.transport, deadline)
+        return HttpCluster(self.transport, deadline, self.listed)
 
     def bulk(self, sink: Sink, cap: int) -> Bulk | None:
         """None with -v=6 and up: every request is then logged by the transport."""
@@ -129,42 +132,34 @@ class HttpCluster:
         return self.transport.request(method, path, deadline=self.deadline, idempotent=True, **kwargs)
 
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
-        for page in self._pages(resource, query, METADATA_LIST):
-            if query.finalized_only:
-                page = [obj for obj in page if (obj.get("metadata") or {}).get("finalizers")]
-            yield [ObjectMeta.from_dict(resource, obj) for obj in page]
+        """Pages of ObjectMeta; the decoded page is dropped before each is handed on, so
+        what is held meanwhile is the small ObjectMeta, not the objects' annotations."""
+        finalized = query.finalized_only
+        for items in self._pages(resource, query, METADATA_LIST):
+            metas = [
+                ObjectMeta.from_dict(resource, obj)
+                for obj in items
+                if not finalized or (obj.get("metadata") or {}).get("finalizers")
+            ]
+            items.clear()
+            del items
+            yield metas
 
     def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
         """Whole objects, page by page: for CRDs, whose spec names the resource."""
         return self._pages(resource, query, "application/json")
 
     def _pages(self, resource: Resource, query: ListQuery, accept: str) -> Iterator[list[dict[str, Any]]]:
-        """Pages of a list. A 404 means the resource is gone: no pages. An expired
-        continue token goes on with the token the 410 carries (the API server offers
-        one that continues without a consistent snapshot, which a re-listing loop does
-        not need), or restarts the list when there is none."""
-        path = resource.path(query.namespace if resource.namespaced else None)
-        token = ""
-        while True:
-            params = {
-                "limit": query.limit,
-                "continue": token,
-                "labelSelector": query.label_selector,
-                "fieldSelector": query.field_selector,
-            }
-            try:
-                page = self._request("GET", path, query=params, accept=accept)
-            except NotFound:
-                return
-            except Gone as exc:
-                if not token:
-                    raise
-                token = exc.continue_token
-                continue
-            yield list(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue") or ""
-            if not token:
-                return
+        return pages(self._request, resource, query, accept, self.listed)
+
+    def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
+        return self.listed.get(resource.path(namespace if resource.namespaced else None))
+
+    def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
+        """None too when the run's deadline, or --request-timeout, ends before the watch would."""
+        if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
+            return None
+        return changes.written_since(self._request, resource, query, since, seconds)
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None:
         """The resources an API group version serves; None when it serves none."""

@@ -141,11 +141,15 @@ class Transport:
         deadline: Deadline = NO_DEADLINE,
         decode: bool = True,
         idempotent: bool = False,
+        on_bytes: Callable[[int], None] | None = None,
+        parse: Callable[[bytes], Any] = json.loads,
     ) -> Any:
         """Send one request, retrying until `deadline` what the server refused (429, 5xx)
         or never saw (no connection); one that failed after it may have reached the server
         is sent again only when the verb says it is `idempotent`. Return the decoded JSON
-        body (None with decode=False: a bulk write's answer is not read). Raises a typed
+        body (None with decode=False: a bulk write's answer is not read), or what `parse`
+        makes of it (a watch's lines); `on_bytes` is told the body's size (list pages
+        are sized by it). Raises a typed
         ApiError, Unreachable, or DeadlineExceeded when the time was up before sending."""
         target = self._prefix + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
@@ -190,7 +194,9 @@ class Transport:
                 self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
             if 200 <= status < 300:
                 data = response.data
-                return json.loads(data) if data and decode else None
+                if on_bytes is not None:
+                    on_bytes(len(data))
+                return parse(data) if data and decode else None
             error = _api_error(method, path, response, ambiguous)
             throttled = status == 429
             if throttled:

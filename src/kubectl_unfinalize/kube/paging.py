@@ -1,0 +1,131 @@
+"""How many objects to ask for per list page, so a page holds a few MB whatever the objects.
+
+Memory follows the bytes of a page in flight, not its object count: a metadata-only list
+still carries every annotation, and 500 objects with a 100 KiB annotation each are a
+50 MB answer, held three times over while it is read and decoded (the chunks, the joined
+body, the decoded objects). So the `limit` of each page is the budget divided by the
+bytes per object of the page before, capped by --chunk-size; the first page asks for
+fewer objects, since nothing is known yet. A page whose objects are much bigger than the
+last page's is read once at the old limit; the next one shrinks.
+
+What a list saw is kept per resource (`Listed`): the resourceVersion of its first page,
+from which the final check watches for changes, and its bytes, which say whether reading
+it all again costs more than watching."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import Gone, NotFound
+from ..model import Resource
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Which objects of a resource to list, and how many per page at most."""
+
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    limit: int = 500
+    finalized_only: bool = False  # objects without finalizers are skipped, not decoded into ObjectMeta
+
+
+PAGE_BYTES = 4 << 20  # a page's answer, at most about this much once the objects' size is known
+FIRST_LIMIT = 100  # objects on the first page: 10 MB of 100 KiB objects, a fraction of a second of small ones
+
+
+class PageBudget:
+    """The limit of each page of one list, from the bytes per object of the last page."""
+
+    def __init__(self, most: int, budget: int = PAGE_BYTES, first: int = FIRST_LIMIT) -> None:
+        self.most = max(1, most)
+        self.budget = budget
+        self._limit = min(first, self.most)
+
+    def limit(self) -> int:
+        return self._limit
+
+    def seen(self, objects: int, nbytes: int) -> None:
+        """A page came: `objects` objects in an answer of `nbytes` bytes. An empty page
+        (the last one, or a filtered list) says nothing of the objects' size."""
+        if objects <= 0:
+            return
+        per_object = max(1.0, nbytes / objects)
+        self._limit = max(1, min(self.most, int(self.budget / per_object)))
+
+
+@dataclass
+class Listed:
+    """What the lists of one resource saw: the resourceVersion of the earliest first page
+    (every write this run made to its objects came after it) and the bytes read."""
+
+    resource_version: str = ""
+    nbytes: int = 0
+    objects: int = 0
+
+
+class ListRecord:
+    """Listed, per (resource path), for the run; thread-safe (lists run on several threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_path: dict[str, Listed] = {}
+
+    def page(self, path: str, first: bool, resource_version: str, objects: int, nbytes: int) -> None:
+        with self._lock:
+            listed = self._by_path.setdefault(path, Listed())
+            if first and resource_version and not listed.resource_version:
+                listed.resource_version = resource_version
+            listed.nbytes += nbytes
+            listed.objects += objects
+
+    def get(self, path: str) -> Listed | None:
+        with self._lock:
+            return self._by_path.get(path)
+
+
+def pages(
+    request: Callable[..., Any], resource: Resource, query: ListQuery, accept: str, record: ListRecord
+) -> Iterator[list[dict[str, Any]]]:
+    """Pages of a list, each `limit` from the budget. A 404 means the resource is gone: no
+    pages. An expired continue token goes on with the token the 410 carries (the API
+    server offers one that continues without a consistent snapshot, which a re-listing
+    loop does not need), or restarts the list when there is none."""
+    path = resource.path(query.namespace if resource.namespaced else None)
+    token = ""
+    budget = PageBudget(query.limit)
+    size = 0
+
+    def sized(nbytes: int) -> None:
+        nonlocal size
+        size = nbytes
+
+    while True:
+        params = {
+            "limit": budget.limit(),
+            "continue": token,
+            "labelSelector": query.label_selector,
+            "fieldSelector": query.field_selector,
+        }
+        try:
+            page = request("GET", path, query=params, accept=accept, on_bytes=sized)
+        except NotFound:
+            return
+        except Gone as exc:
+            if not token:
+                raise
+            token = exc.continue_token
+            continue
+        items: list[dict[str, Any]] = page.get("items") or []
+        listed = page.get("metadata") or {}
+        del page  # held by this frame while the caller works on the page otherwise
+        budget.seen(len(items), size)
+        record.page(path, not token, str(listed.get("resourceVersion") or ""), len(items), size)
+        token = listed.get("continue") or ""
+        yield items
+        if not token:
+            return

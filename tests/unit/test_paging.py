@@ -1,0 +1,184 @@
+"""List pages sized by bytes, and the final check's watch instead of a second full list."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from fakecluster import FakeCluster
+from test_engine import actions, run
+
+from kubectl_unfinalize.deadline import Deadline
+from kubectl_unfinalize.errors import Gone
+from kubectl_unfinalize.kube.changes import written_since
+from kubectl_unfinalize.kube.cluster import HttpCluster, ListQuery
+from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES, Listed, PageBudget
+from kubectl_unfinalize.model import Action, Resource
+
+WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
+KIB = 1024
+
+
+def test_the_first_page_is_small_and_the_next_hold_the_budget_in_bytes():
+    budget = PageBudget(500)
+    assert budget.limit() == FIRST_LIMIT
+    budget.seen(100, 100 * 100 * KIB)  # 100 KiB objects
+    assert budget.limit() == PAGE_BYTES // (100 * KIB)
+    assert budget.limit() * 100 * KIB <= PAGE_BYTES
+    budget.seen(40, 40 * 800)  # small ones again: --chunk-size caps it
+    assert budget.limit() == 500
+    budget.seen(0, 120)  # an empty last page says nothing of the size
+    assert budget.limit() == 500
+
+
+def test_a_page_budget_never_asks_for_more_than_the_chunk_size_nor_for_none():
+    assert PageBudget(20).limit() == 20
+    huge = PageBudget(500)
+    huge.seen(1, 64 << 20)  # one object bigger than the whole budget
+    assert huge.limit() == 1
+
+
+class SizedTransport:
+    """Answers list pages of objects of `size` bytes each, as many as the limit asks."""
+
+    def __init__(self, total: int, size: int) -> None:
+        self.left, self.size, self.limits = total, size, []
+
+    def request(self, method, path, *, query=None, on_bytes=None, **kwargs):
+        limit = int(query["limit"])
+        self.limits.append(limit)
+        count = min(limit, self.left)
+        self.left -= count
+        items = [{"metadata": {"name": f"o{self.left + i}", "uid": f"u{self.left + i}"}} for i in range(count)]
+        on_bytes(count * self.size + 100)
+        more = {"continue": "next"} if self.left else {}
+        return {"items": items, "metadata": {"resourceVersion": str(100 + len(self.limits)), **more}}
+
+
+def test_pages_of_big_objects_ask_for_a_few_mb_each_and_the_list_remembers_its_first_resource_version():
+    transport = SizedTransport(2000, 100 * KIB)
+    cluster = HttpCluster(transport, Deadline(None))  # type: ignore[arg-type]
+    pages = list(cluster.list_meta(WIDGETS, ListQuery(limit=500)))
+    assert sum(len(p) for p in pages) == 2000
+    assert transport.limits[0] == FIRST_LIMIT
+    assert all(limit * 100 * KIB <= PAGE_BYTES for limit in transport.limits[1:]), transport.limits
+    listed = cluster.listed_at(WIDGETS, None)
+    assert listed is not None and listed.resource_version == "101"  # the first page's, not a later one's
+    assert listed.objects == 2000 and listed.nbytes >= 2000 * 100 * KIB
+
+
+def test_pages_of_small_objects_keep_the_chunk_size():
+    transport = SizedTransport(3000, 700)
+    list(HttpCluster(transport, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=500)))  # type: ignore[arg-type]
+    assert transport.limits[0] == FIRST_LIMIT and set(transport.limits[1:]) == {500}
+
+
+def table_event(kind, name, headers=False):
+    obj = {"kind": "Table", "metadata": {"resourceVersion": "7"}, "rows": [{"cells": [name, "5m"], "object": None}]}
+    if headers:
+        obj["columnDefinitions"] = [{"name": "Name"}, {"name": "Age"}]
+    return json.dumps({"type": kind, "object": obj}).encode()
+
+
+def test_the_watch_counts_writes_per_name_from_table_rows():
+    body = b"\n".join([table_event("MODIFIED", "a", True), table_event("MODIFIED", "b"), table_event("MODIFIED", "a")])
+    asked = {}
+
+    def request(method, path, *, query, accept, parse):
+        asked.update(query, accept=accept, path=path)
+        return parse(body + b"\n")
+
+    counts = written_since(request, WIDGETS, ListQuery(namespace="ns", label_selector="app=x"), "41", 2)
+    assert counts == Counter({"a": 2, "b": 1})
+    assert asked["resourceVersion"] == "41" and asked["includeObject"] == "None" and asked["timeoutSeconds"] == 2
+    assert asked["labelSelector"] == "app=x" and "as=Table" in asked["accept"]
+    assert asked["path"] == WIDGETS.path("ns")
+
+
+def test_a_watch_whose_history_is_gone_says_so():
+    expired = json.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 410}}).encode()
+    assert written_since(lambda *a, **k: k["parse"](expired), WIDGETS, ListQuery(namespace="ns"), "1", 1) is None
+
+    def gone(*args, **kwargs):
+        raise Gone(410, "Expired", "too old resource version")
+
+    assert written_since(gone, WIDGETS, ListQuery(namespace="ns"), "1", 1) is None
+
+
+def big_cluster(bulk, names=("a", "b", "c")):
+    cluster = FakeCluster(bulk=bulk)
+    cluster.list_bytes = 1 << 30  # a list that read this much is watched, not read again
+    for name in names:
+        cluster.add(name, ["x"])
+    return cluster
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["verbs", "bulk"])
+def test_the_final_check_of_big_objects_watches_and_reads_again_only_what_was_written_after_the_patch(bulk):
+    cluster = big_cluster(bulk)
+
+    def controller(verb, ref):
+        if verb == "watch" and cluster.stored("b").finalizers == []:
+            cluster.write("b", ["x"])  # put back after our patch, before the watch
+
+    cluster.hooks.append(controller)
+    report = run(cluster, settle=0.01)
+    assert ("b", "refinalized") in actions(report) and report.failures == 1
+    assert [c for c in cluster.calls if c[0] == "list"] == [("list", "widgets")]  # no second list
+    assert ("watch", "widgets") in cluster.calls
+    assert [name for verb, name in cluster.calls if verb == "get"] == ["b"]  # only what was written twice
+
+
+def test_the_final_check_lists_again_when_the_watch_history_is_gone():
+    cluster = big_cluster(True)
+    cluster.expired = True
+
+    def controller(verb, ref):
+        if verb == "watch":
+            cluster.write("c", ["x"])
+
+    cluster.hooks.append(controller)
+    report = run(cluster, settle=0.01)
+    assert ("c", "refinalized") in actions(report) and report.count(Action.UNFINALIZED) == 3
+    assert len([c for c in cluster.calls if c[0] == "list"]) == 2  # the run's list, and the check's
+
+
+def test_the_final_check_lists_again_when_the_watch_names_fewer_objects_than_were_freed():
+    cluster = big_cluster(False)
+
+    def lost_history(verb, ref):
+        if verb == "watch":
+            cluster.writes.clear()  # as if the server's watch ended before its history was sent
+            cluster.write("a", ["x"])
+
+    cluster.hooks.append(lost_history)
+    report = run(cluster, settle=0.01)
+    assert ("a", "refinalized") in actions(report)
+    assert len([c for c in cluster.calls if c[0] == "list"]) == 2
+
+
+def test_many_small_objects_are_listed_again_since_their_watch_events_would_cost_about_as_much():
+    cluster = FakeCluster()
+    for i in range(50):
+        cluster.add(f"s{i}", ["x"])
+    cluster.list_bytes = 40 << 20  # more than WATCH_OVER in all, but under WATCH_OBJECT each
+    cluster.listings[WIDGETS] = Listed("0", 40 << 20, 100_000)
+    report = run(cluster, settle=0.01)
+    assert report.ok and report.count(Action.UNFINALIZED) == 50
+    assert ("watch", "widgets") not in cluster.calls
+    assert len([c for c in cluster.calls if c[0] == "list"]) == 2
+
+
+def test_no_watch_outlasts_the_run_s_deadline_or_the_request_timeout():
+    class Refused:
+        request_timeout = None
+
+        def request(self, *args, **kwargs):
+            raise AssertionError("no watch should be sent")
+
+    cluster = HttpCluster(Refused(), Deadline(0.5))  # type: ignore[arg-type]
+    assert cluster.written_since(WIDGETS, ListQuery(namespace="ns"), "1", 1) is None
+    short = Refused()
+    short.request_timeout = 1.5
+    assert HttpCluster(short, Deadline(None)).written_since(WIDGETS, ListQuery(), "1", 1) is None  # type: ignore[arg-type]
