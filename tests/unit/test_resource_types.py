@@ -7,10 +7,11 @@ import pytest
 
 from kubectl_unfinalize.errors import InputError
 from kubectl_unfinalize.kube.cluster import ListQuery
+from kubectl_unfinalize.kube.discovery import Discovery
 from kubectl_unfinalize.model import CRD_RESOURCE, ObjectMeta
 from kubectl_unfinalize.options import Selection
 from kubectl_unfinalize.resolve.targets import resolve
-from kubectl_unfinalize.resolve.types import Discovery, match_type, resolve_type
+from kubectl_unfinalize.resolve.types import match_type, resolve_type
 
 
 def entry(plural, kind, singular=None, short=(), scope="Namespaced", categories=()):

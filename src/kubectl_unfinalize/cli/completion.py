@@ -236,7 +236,8 @@ def _typed_names(kind: str, values: dict[str, object], options: ConnectionOption
     from ..deadline import Deadline
     from ..kube.cluster import HttpCluster, ListQuery
     from ..kube.config import connect
-    from ..resolve.types import Discovery, resolve_type
+    from ..kube.discovery import Discovery
+    from ..resolve.types import resolve_type
 
     with connect(options) as transport:
         cluster = HttpCluster(transport, Deadline(None))

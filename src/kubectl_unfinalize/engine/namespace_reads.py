@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import UnfinalizeError
 from ..kube.cluster import Cluster, ListQuery, namespace_ref
+from ..kube.discovery import Discovery as ServedTypes
 from ..model import APISERVICE_RESOURCE, Action, ObjectRef, Resource
 from .outcomes import OutcomeBook
 
@@ -39,26 +40,11 @@ class Discovery:
 
 def discover(cluster: Cluster) -> Discovery:
     """Aggregated discovery: the core group and every other group in two requests."""
-    found = Discovery()
-    seen: set[tuple[str, str]] = set()
-    for group in cluster.api_discovery():
-        name = str((group.get("metadata") or {}).get("name") or "")
-        for version in group.get("versions") or []:
-            gv = f"{name}/{version.get('version')}" if name else str(version.get("version"))
-            if version.get("freshness") == "Stale":
-                found.unavailable.append(gv)
-                continue
-            for entry in version.get("resources") or []:
-                plural = str(entry.get("resource") or "")
-                verbs = entry.get("verbs") or []
-                if entry.get("scope") != "Namespaced" or not all(v in verbs for v in NEEDED_VERBS):
-                    continue
-                if (name, plural) in seen:  # an older version of a type already listed
-                    continue
-                seen.add((name, plural))
-                kind = str((entry.get("responseKind") or {}).get("kind") or plural)
-                found.resources.append(Resource(name, str(version.get("version")), plural, kind, True))
-    return found
+    served = ServedTypes.from_groups(cluster.api_discovery())
+    resources = [
+        t.resource for t in served.preferred() if t.resource.namespaced and all(v in t.verbs for v in NEEDED_VERBS)
+    ]
+    return Discovery(resources, list(served.unavailable))
 
 
 def true_conditions(namespace: dict[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Any
 from .. import finalizers
 from ..errors import Forbidden, UnfinalizeError
 from ..kube.cluster import ListQuery, crd_ref
+from ..kube.discovery import Discovery
 from ..kube.metadata import ScanCluster
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource
 from ..scan_model import Group, Manager, ScanReport, State, TerminatingCrd
@@ -56,25 +57,8 @@ class Listed:
 def discover(cluster: ScanCluster) -> tuple[list[Resource], list[str]]:
     """Every listable type (namespaced and cluster-scoped) at its group's preferred
     version that serves it, and the group versions discovery marks unavailable."""
-    found: list[Resource] = []
-    unavailable: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    for group in cluster.api_discovery():
-        name = str((group.get("metadata") or {}).get("name") or "")
-        for version in group.get("versions") or []:
-            gv = f"{name}/{version.get('version')}" if name else str(version.get("version"))
-            if version.get("freshness") == "Stale":
-                unavailable.append(gv)
-                continue
-            for entry in version.get("resources") or []:
-                plural = str(entry.get("resource") or "")
-                if "list" not in (entry.get("verbs") or []) or (name, plural) in seen:
-                    continue
-                seen.add((name, plural))
-                kind = str((entry.get("responseKind") or {}).get("kind") or plural)
-                namespaced = entry.get("scope") == "Namespaced"
-                found.append(Resource(name, str(version.get("version")), plural, kind, namespaced))
-    return found, unavailable
+    served = Discovery.from_groups(cluster.api_discovery())
+    return [t.resource for t in served.preferred() if "list" in t.verbs], list(served.unavailable)
 
 
 def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> Listed:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..kube.cluster import Cluster, ListQuery
+from ..kube.discovery import Discovery
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from ..options import Selection
 from .targets import existing_namespaces, list_crds, resolve_names
-from .types import Discovery, resolve_type, split_type_name
+from .types import resolve_type, split_type_name
 
 
 def resolve_named_objects(cluster: Cluster, selection: Selection, namespace: str, targets: Targets) -> None:

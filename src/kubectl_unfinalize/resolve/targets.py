@@ -16,10 +16,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..kube.cluster import Cluster, ListQuery, crd_ref, namespace_ref
+from ..kube.discovery import Discovery
 from ..model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from ..options import Selection
 from .manifests import Document
-from .types import Discovery
 
 
 def resolve(cluster: Cluster, selection: Selection, documents: list[Document], namespace: str) -> Targets:

@@ -18,78 +18,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from ..errors import InputError
+from ..kube.discovery import Discovery, ServedType
 from ..model import Resource
-
-
-@dataclass(frozen=True)
-class ServedType:
-    """One resource at one version, as discovery names it."""
-
-    resource: Resource
-    singular: str
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    verbs: tuple[str, ...] = ()
-
-    @property
-    def names(self) -> set[str]:
-        r = self.resource
-        return {n.lower() for n in (r.plural, self.singular, r.kind) if n}
-
-
-@dataclass
-class Discovery:
-    """Every served type, preferred versions first within a group; and the group
-    versions discovery could not answer for (an unavailable APIService)."""
-
-    types: list[ServedType]
-    unavailable: list[str]
-
-    @classmethod
-    def from_groups(cls, groups: Iterable[dict[str, Any]]) -> Discovery:
-        types: list[ServedType] = []
-        unavailable: list[str] = []
-        for group in groups:
-            name = str((group.get("metadata") or {}).get("name") or "")
-            for version in group.get("versions") or []:
-                gv = f"{name}/{version.get('version')}" if name else str(version.get("version"))
-                if version.get("freshness") == "Stale":
-                    unavailable.append(gv)
-                for entry in version.get("resources") or []:
-                    if served := _served(name, str(version.get("version") or ""), entry):
-                        types.append(served)
-        return cls(types, unavailable)
-
-    def kinds(self) -> dict[tuple[str, str], Resource]:
-        """(apiVersion, kind) -> resource: what a manifest document's header means."""
-        found: dict[tuple[str, str], Resource] = {}
-        for t in self.types:
-            r = t.resource
-            found.setdefault((f"{r.group}/{r.version}" if r.group else r.version, r.kind), r)
-        return found
-
-    def words(self) -> list[str]:
-        """What completion offers for TYPE: kubectl api-resources -o name (plural, or plural.group)."""
-        return sorted({t.resource.qualified for t in self.types})
-
-
-def _served(group: str, version: str, entry: dict[str, Any]) -> ServedType | None:
-    plural = str(entry.get("resource") or "")
-    if not plural or "/" in plural:
-        return None  # a subresource: not a type a user names
-    kind = str((entry.get("responseKind") or {}).get("kind") or "")
-    resource = Resource(group, version, plural, kind, entry.get("scope") == "Namespaced")
-    return ServedType(
-        resource,
-        singular=str(entry.get("singularResource") or kind.lower()),
-        short_names=tuple(str(s) for s in entry.get("shortNames") or ()),
-        categories=tuple(str(c) for c in entry.get("categories") or ()),
-        verbs=tuple(str(v) for v in entry.get("verbs") or ()),
-    )
 
 
 def _readings(word: str) -> list[tuple[str, str | None, str | None]]:
