@@ -68,6 +68,7 @@ class World:
     """What the module built: names the tests assert on."""
 
     def __init__(self, tag: str) -> None:
+        self.tag = tag  # in every name the module creates
         self.group = f"sc{tag}.unfinalize.test"
         self.relic_group = f"rl{tag}.unfinalize.test"
         self.stalls = CrdInfo.of(self.group, "Stall")
