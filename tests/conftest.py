@@ -207,12 +207,14 @@ def bin_dir(request) -> str:
 
 @pytest.fixture(scope="session")
 def kube_env(kubeconfig, bin_dir, tmp_path_factory) -> dict[str, str]:
-    """os.environ plus KUBECONFIG, PATH (bin_dir first), NO_COLOR=1, a private KUBECACHEDIR."""
+    """os.environ plus KUBECONFIG, PATH (bin_dir first), NO_COLOR=1, a private KUBECACHEDIR,
+    PYTHONFAULTHANDLER."""
     env = dict(os.environ)
     env["KUBECONFIG"] = kubeconfig
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     env["NO_COLOR"] = "1"
     env["KUBECACHEDIR"] = str(tmp_path_factory.mktemp("kube-cache"))
+    env.setdefault("PYTHONFAULTHANDLER", "1")  # a crash of the tool leaves every thread's stack in its stderr
     return env
 
 
