@@ -163,6 +163,18 @@ class Process:
             os.killpg(self.popen.pid, sig)
 
 
+def interrupt(proc: subprocess.Popen, grace: float = 20.0) -> None:
+    """Ctrl-C for a child (an operator shuts down cleanly on it), then a kill if it is
+    still there after `grace` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port() -> int:
     """A loopback port free right now; several sessions may run side by side."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -4,7 +4,6 @@ torn down through the Python API."""
 from __future__ import annotations
 
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from controlplane.process import interrupt
 from crdinfo import CrdInfo
 from crs import crd_state, create, create_many, wait_until
 from kubernetes.client import CoreV1Api, CustomObjectsApi
@@ -49,14 +49,7 @@ def start_operator(kube_env, group: str, plural: str, log: Path, delete: str = "
     )
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+stop = interrupt  # the operators of the module
 
 
 def finalized(api_client, info: CrdInfo, count: int) -> bool:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from controlplane.process import interrupt
 from crdinfo import CrdInfo
 from crs import CLEANUP, crd_state, create, wait_until
 from kubernetes.client import CustomObjectsApi
@@ -67,18 +67,9 @@ def operator(crd_dir, kube_env, tmp_path):
         stderr=subprocess.STDOUT,
     )
 
-    def stop():
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    proc.stop = stop
+    proc.stop = lambda: interrupt(proc)
     yield proc
-    stop()
+    interrupt(proc)
     log.close()
 
 
