@@ -26,3 +26,65 @@ def test_connections_after_the_first_resume_its_tls_session(kubeconfig):
         assert len(wires) == 9
         resumed = [w.sock.session_reused for w in wires]
         assert resumed.count(True) == 8, resumed  # all but the first
+
+
+def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_them(
+    control_plane, kubeconfig, kubectl, namespace, tmp_path
+):
+    """A far server's bulk connections are opened before the first list page comes; the
+    API server's TLS 1.3 session tickets then arrive on a connection with no patch on
+    it, which once read as an unasked answer and closed it: each warmed connection
+    then cost a second one, and its round trip, at the first patch."""
+    import time
+
+    import yaml
+    from controlplane.proxy import LoopbackProxy
+
+    from kubectl_unfinalize.net.bulk import Bulk, BulkPatch
+
+    names = [f"warm-{i}" for i in range(4)]
+    for name in names:
+        kubectl("create", "configmap", name, "-n", namespace)
+    host, port = control_plane.server_address
+    with LoopbackProxy(host, port, delay=0.02) as proxy:
+        config = yaml.safe_load(open(kubeconfig))
+        config["clusters"][0]["cluster"]["server"] = proxy.url
+        far = tmp_path / "far-kubeconfig"
+        far.write_text(yaml.safe_dump(config))
+        with connect(ConnectionOptions(kubeconfig=str(far))) as transport:
+            done, back = [], []
+
+            class Sink:
+                def finished(self, started):
+                    pass
+
+                def requeue(self, job, wait=0.0):
+                    back.append(job)
+
+                def failed(self, exc):
+                    back.append(exc)
+
+            headers = transport.headers("application/json", "application/merge-patch+json")
+            bulk = Bulk(transport.connections, lambda: headers, lambda: 10.0, lambda sent: None, Sink(), 8)
+            try:
+                bulk.warm(len(names))
+                deadline = time.monotonic() + 10
+                while proxy.accepted < len(names) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                time.sleep(0.3)  # the tickets have come by now, on idle connections
+                for name in names:
+                    bulk.put(
+                        BulkPatch(
+                            f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                            b'{"metadata":{"finalizers":null}}',
+                            lambda name=name: done.append(name),
+                            lambda sent: back.append(sent),
+                        )
+                    )
+                while len(done) + len(back) < len(names) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            finally:
+                bulk.close()
+            accepted = proxy.accepted
+    assert back == [] and sorted(done) == names
+    assert accepted == len(names), f"{accepted} connections for {len(names)} warmed ones"

@@ -163,7 +163,7 @@ class FakeCluster:
     def bounded(self, deadline: Deadline) -> FakeCluster:
         return self
 
-    def bulk(self, sink: Sink, cap: int) -> FakeBulk | None:
+    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> FakeBulk | None:
         if not self.offers_bulk:
             return None  # every patch goes through the verbs
         self.sender = FakeBulk(self, sink)

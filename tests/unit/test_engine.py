@@ -363,6 +363,34 @@ def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects
     assert ("w5", "refinalized") in actions(report) and report.failures == 1
 
 
+@pytest.mark.parametrize("list_bytes, most", [(40 << 10, 20), (1 << 30, 16)])
+def test_final_check_lists_every_namespace_at_once_when_the_run_read_little(list_bytes, most):
+    """Sixteen at a time cost a far cluster a second round trip at 17 namespaces; all at
+    once holds no more than the run's own list read (a few MB): only a big list is
+    read again sixteen namespaces at a time."""
+    cluster = FakeCluster()
+    for i in range(40):
+        cluster.add(f"w{i}", ["x"], namespace=f"ns{i % 20:02d}")
+    cluster.list_bytes = list_bytes
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    def slow_namespace_list(verb, ref):
+        if verb != "list" or ref.namespace is None:
+            return
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.1)
+        with lock:
+            running[0] -= 1
+
+    cluster.hooks.append(slow_namespace_list)
+    cluster.expired = True  # a big list's watch history is gone: it is listed again
+    report = run(cluster, settle=0.01, concurrency=64)
+    assert report.counts[Action.UNFINALIZED] == 40
+    assert peak[0] == most
+
+
 def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing_reported_before(bulk):
     """A far cluster would otherwise spend a round trip on each, one after the other."""
     cluster = FakeCluster(bulk=bulk)

@@ -74,6 +74,23 @@ def test_pages_of_small_objects_keep_the_chunk_size():
     assert transport.limits[0] == FIRST_LIMIT and set(transport.limits[1:]) == {500}
 
 
+def test_a_later_list_of_a_type_sizes_its_first_page_from_the_bytes_per_object_seen():
+    # The final check lists a type again per namespace: with the size known, a namespace
+    # of 250 small objects is one page (one round trip), not a first page of 100 and more.
+    transport = SizedTransport(3000, 700)
+    cluster = HttpCluster(transport, Deadline(None))  # type: ignore[arg-type]
+    list(cluster.list_meta(WIDGETS, ListQuery(limit=500)))
+    transport.left, transport.limits = 250, []
+    pages = list(cluster.list_meta(WIDGETS, ListQuery(namespace="team-a", limit=500)))
+    assert transport.limits == [500] and sum(len(p) for p in pages) == 250
+    big = SizedTransport(400, 100 * KIB)
+    other = HttpCluster(big, Deadline(None))  # type: ignore[arg-type]
+    list(other.list_meta(WIDGETS, ListQuery(limit=500)))
+    big.left, big.limits = 400, []
+    list(other.list_meta(WIDGETS, ListQuery(namespace="team-a", limit=500)))
+    assert big.limits[0] == PAGE_BYTES // (100 * KIB)  # big objects: still a few MB a page
+
+
 def table_event(kind, name, headers=False):
     obj = {"kind": "Table", "metadata": {"resourceVersion": "7"}, "rows": [{"cells": [name, "5m"], "object": None}]}
     if headers:

@@ -132,3 +132,57 @@ def test_map_jobs_are_not_counted_as_the_runs_jobs():
     finally:
         pool.close()
     assert sorted(counted) == [False, False, False, True, True]
+
+
+def test_map_waits_for_its_own_jobs_not_for_a_list_page_in_flight():
+    # The preflight's reviews are mapped while the first list pages are read ahead, each
+    # holding a place: waiting for those too made every first write wait for page two.
+    pool = workers(size=4, limit=4)
+    page_read = threading.Event()
+    holding = threading.Event()
+
+    def read_page():
+        with pool.hold():
+            holding.set()
+            page_read.wait(10)
+
+    reader = threading.Thread(target=read_page, daemon=True)
+    reader.start()
+    try:
+        assert holding.wait(5)
+        started = time.monotonic()
+        assert pool.map(lambda x: x + 1, [1, 2]) == [2, 3]
+        assert time.monotonic() - started < 2, "map() waited for the page in flight"
+        assert not page_read.is_set()
+        assert pool.map(lambda x: x, []) == []
+    finally:
+        page_read.set()
+        reader.join(5)
+        pool.close()
+
+
+def test_a_free_sixteenth_of_the_limit_wakes_the_submitter():
+    # On a far cluster the rate is what is in flight per round trip: a submitter woken
+    # only once a quarter of the limit was free kept 3/4 to all of it in flight.
+    limit = 64
+    pool = workers(size=limit + 1, limit=limit)
+    gates = [threading.Event() for _ in range(limit)]
+    submitted = threading.Event()
+    try:
+        for gate in gates:
+            pool.submit(lambda gate=gate: gate.wait(10))
+
+        def one_more():
+            pool.submit(lambda: None)
+            submitted.set()
+
+        threading.Thread(target=one_more, daemon=True).start()
+        assert not submitted.wait(0.2), "submitted above the limit"
+        for gate in gates[: limit // 16]:
+            gate.set()
+        assert submitted.wait(5), "four free places out of 64 did not wake the submitter"
+    finally:
+        for gate in gates:
+            gate.set()
+        pool.drain(5)
+        pool.close()

@@ -127,9 +127,23 @@ def final_check(
             listed.append(place[:2])
         else:
             again += found
-    for start in range(0, len(listed), LISTS_AT_ONCE):
-        list(pool.map(list_again, listed[start : start + LISTS_AT_ONCE]))
+    at_once = len(listed) if _small(cluster, options, listed) else LISTS_AT_ONCE
+    for start in range(0, len(listed), max(1, at_once)):
+        list(pool.map(list_again, listed[start : start + at_once]))
     check(pool.map(cluster.get_meta, [*again, *objects]))
+
+
+def _small(cluster: Cluster, options: Options, places: Sequence[tuple[Resource, str | None]]) -> bool:
+    """Whether the run's lists of these places' types read WATCH_OVER bytes or less in
+    all: then they are all read again at once (a far cluster charges a round trip per
+    round of lists), still holding no more than that."""
+    total = 0
+    for resource in {resource for resource, _ in places}:
+        seen = cluster.listed_at(resource, options.namespace)
+        if seen is None:
+            return False
+        total += seen.nbytes
+    return total <= WATCH_OVER
 
 
 def _watchable(

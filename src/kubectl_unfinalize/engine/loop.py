@@ -90,7 +90,7 @@ class Engine:
         )
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
-        self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency)
+        self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency, warm=self.pacing.limit)
         self.crds = CrdPass(self.freer, self.workers)
         self.pacing.load = self.workers.in_flight_now  # a refusal's cut starts from what is in flight
         self.cluster.pace(self.pacing.refused, self.workers.parked)

@@ -24,6 +24,7 @@ from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+FAR = 0.02  # seconds: a round trip this long or longer makes the bulk sender open its connections early
 REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
@@ -76,8 +77,9 @@ class Cluster(Protocol):
 
     def bounded(self, deadline: Deadline) -> Cluster: ...
 
-    def bulk(self, sink: Sink, cap: int) -> Bulk | None:
-        """Where the remove-every-finalizer patches of a bulk run can go, or None."""
+    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> Bulk | None:
+        """Where the remove-every-finalizer patches of a bulk run can go, or None. On a
+        far server `warm` of its connections are opened at once."""
         ...
 
     @property
@@ -103,12 +105,14 @@ class HttpCluster:
         """The same cluster under another deadline (a short grace for diagnosis)."""
         return HttpCluster(self.transport, deadline, self.listed)
 
-    def bulk(self, sink: Sink, cap: int) -> Bulk | None:
-        """None with -v=6 and up: every request is then logged by the transport."""
+    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> Bulk | None:
+        """None with -v=6 and up: every request is then logged by the transport. Far means
+        a round trip of FAR seconds or more: opening `warm` connections then is cheaper
+        than a round trip's wait when the first patches come (near, they open in less)."""
         transport = self.transport
         if transport.logging:
             return None
-        return Bulk(
+        bulk = Bulk(
             transport.connections,
             partial(transport.headers, METADATA_OBJECT, MERGE_PATCH),
             partial(transport.timeout, self.deadline),
@@ -116,6 +120,10 @@ class HttpCluster:
             sink,
             cap,
         )
+        round_trip = transport.connections.round_trip
+        if warm and round_trip is not None and round_trip >= FAR:
+            bulk.warm(warm)
+        return bulk
 
     @property
     def pushbacks(self) -> int:

@@ -100,6 +100,7 @@ class Bulk:
         self._idle: list[_Connection] = []
         self._in_flight = 0
         self._opening = 0
+        self._warm = 0  # connections to have open before patches need them (warm())
         self._closed = False
         self._stopped = False  # the thread has ended, or is ending
         self._woken = False  # a wake-up byte is on its way: put() need not send another
@@ -120,6 +121,13 @@ class Bulk:
         elif not self._woken:  # one wake-up for a burst of puts, not a system call each
             self._woken = True
             self._wake()
+
+    def warm(self, count: int) -> None:
+        """Open up to `count` connections now, before the first patch: on a far cluster a
+        new connection costs a round trip (TLS) before its first request, and the first
+        list page takes one or more anyway."""
+        self._warm = min(count, self._cap)
+        self._wake()
 
     def _hand_back_incoming(self) -> None:
         with contextlib.suppress(queue.Empty):
@@ -201,7 +209,8 @@ class Bulk:
                 except BaseException:
                     self._sink.requeue(job)  # not lost to a bug here
                     raise
-        for _ in range(min(len(self._waiting) - self._opening, self._cap - len(self._open) - self._opening)):
+        wanted = max(len(self._waiting) - self._opening, self._warm - len(self._open) - self._opening)
+        for _ in range(min(wanted, self._cap - len(self._open) - self._opening)):
             self._opening += 1
             threading.Thread(target=self._open_one, daemon=True).start()
 
@@ -241,9 +250,10 @@ class Bulk:
             self._drop(conn)
             return
         job = conn.job
-        if job is None:  # an answer to nothing asked: the connection is not in a state to reuse
-            self._drop(conn)
-            return
+        if job is None:
+            if buf:  # an answer to nothing asked: the connection is not in a state to reuse
+                self._drop(conn)
+            return  # TLS 1.3 session tickets, read after the handshake: an opened idle connection stays
         try:
             answer = conn.parser.feed(buf)
         except ProtocolError:

@@ -126,6 +126,7 @@ class Connections:
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._watch: threading.Thread | None = None
+        self.round_trip: float | None = None  # the quickest exchange so far: how far the server is
 
     @property
     def host(self) -> str:
@@ -169,7 +170,8 @@ class Connections:
                     self._watch = threading.Thread(target=self._expire, name="unfinalize-watch", daemon=True)
                     self._watch.start()
             self._local.wire = wire
-        wire.due = time.monotonic() + timeout
+        started = time.monotonic()
+        wire.due = started + timeout
         try:
             answer = wire.exchange(head, body)
         except BaseException as exc:
@@ -179,6 +181,9 @@ class Connections:
             raise
         finally:
             wire.due = None
+        took = time.monotonic() - started
+        if self.round_trip is None or took < self.round_trip:  # threads may race here: any of theirs will do
+            self.round_trip = took
         if fresh and isinstance(wire.sock, ssl.SSLSocket) and not wire.sock.session_reused:
             self._session = wire.sock.session  # its ticket arrived with the first answer
         if answer.will_close:
