@@ -1,8 +1,7 @@
 import gc
-import sys
 
 gc.disable()  # the imports make thousands of objects and no garbage; cli re-enables it
 
-from .cli.main import main  # noqa: E402
+from .cli.main import finish, main  # noqa: E402
 
-sys.exit(main())
+finish(main())

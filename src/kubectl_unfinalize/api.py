@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .deadline import Deadline
 from .engine.loop import Engine, ProgressListener
@@ -21,7 +22,9 @@ from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
 from .resolve.manifests import read_manifests
 from .resolve.targets import resolve
-from .scan_model import ScanReport
+
+if TYPE_CHECKING:
+    from .scan_model import ScanReport  # imported by scan() alone: a teardown never needs it
 
 Confirm = Callable[[Targets], bool]
 SCAN_TIMEOUT = 300.0

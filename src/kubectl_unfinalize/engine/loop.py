@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .. import finalizers
 from ..deadline import Deadline
@@ -37,7 +37,10 @@ from .object_sweep import ObjectState
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import Pacing
 from .preflight import preflight
-from .workers import Workers
+from .workers import Background, Workers
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.01  # a small teardown's CRD is often gone within tens of ms; doubling reaches --poll soon
@@ -56,6 +59,27 @@ class _Targets:
 
     def __bool__(self) -> bool:
         return bool(self.crds or self.objects or self.spaces)
+
+
+class _Pool:
+    """The threads of the namespace sweep's lists, made on first use: most runs free no
+    namespace, and concurrent.futures (which imports logging) is a few ms of a small
+    teardown's start."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._pool: ThreadPoolExecutor | None = None
+
+    def get(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=self._size, thread_name_prefix="unfinalize-pool")
+        return self._pool
+
+    def shutdown(self, wait: bool) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 class Engine:
@@ -88,7 +112,7 @@ class Engine:
             [ObjectState(r) for r in targets.objects],
             [NamespaceState(n) for n in targets.namespaces],
         )
-        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="unfinalize-pool")
+        pool = _Pool(self.options.concurrency)
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done)
         self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency, warm=self.pacing.limit)
         self.crds = CrdPass(self.freer, self.workers)
@@ -97,13 +121,13 @@ class Engine:
         try:
             # The reviews are answered while the first list page is read; nothing is
             # written, nor reported, before they passed (Freer.cleared).
-            self.freer.cleared = pool.submit(preflight, self.cluster, targets, self.options, self.workers).result
+            self.freer.cleared = Background(preflight, self.cluster, targets, self.options, self.workers).result
             self._run(pool, pending, report)
         except KeyboardInterrupt:
             report.interrupted = True
         finally:
             self.workers.close()
-            pool.shutdown(wait=not report.interrupted, cancel_futures=True)
+            pool.shutdown(wait=not report.interrupted)
         report.outcomes = self.book.outcomes()
         report.counts = self.book.counts
         report.scanned = len(self.freer.seen)
@@ -111,12 +135,12 @@ class Engine:
         report.skipped += [f"{gv} unavailable" for gv in self.namespaces.unavailable]
         return report
 
-    def _run(self, pool: ThreadPoolExecutor, pending: _Targets, report: Report) -> None:
+    def _run(self, pool: _Pool, pending: _Targets, report: Report) -> None:
         options = self.options
         waiting = options.delete and options.wait and options.dry_run is DryRun.NONE
         if options.delete and pending.spaces:
             self.freer.cleared()
-            self.namespaces.delete(pool, pending.spaces)
+            self.namespaces.delete(pool.get(), pending.spaces)
         if options.delete and (first := object_sweep.blockers(pending.objects)):
             self.freer.cleared()  # -f webhook configurations and APIServices would refuse or hide the rest
             object_sweep.delete_first(self.freer, first)
@@ -179,7 +203,7 @@ class Engine:
         self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect="b")
         return True
 
-    def _pass(self, pool: ThreadPoolExecutor, pending: _Targets) -> bool:
+    def _pass(self, pool: _Pool, pending: _Targets) -> bool:
         """One sweep over every target, as many jobs in flight as the pacing allows;
         False when the deadline cut it short."""
         now = time.monotonic()
@@ -200,9 +224,7 @@ class Engine:
             crd.blocked = crd.counting
         return True
 
-    def _jobs(
-        self, pool: ThreadPoolExecutor, pending: _Targets, crds: list[CrdState]
-    ) -> Iterator[Callable[[], object]]:
+    def _jobs(self, pool: _Pool, pending: _Targets, crds: list[CrdState]) -> Iterator[Callable[[], object]]:
         # Each CRD is deleted as soon as its instances are done (crd_pass); the lists
         # wait for the preflight once under way.
         jobs = self.crds.jobs(crds)
@@ -212,7 +234,7 @@ class Engine:
             jobs.close()  # the deadline or an interrupt: stop the lists
         self.freer.cleared()
         for space in pending.spaces:
-            yield from self.namespaces.jobs(pool, space)
+            yield from self.namespaces.jobs(pool.get(), space)
         for obj in pending.objects:
             yield partial(self.freer.contain, obj.ref, "free", partial(object_sweep.free, self.freer, obj))
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from ..errors import DeadlineExceeded, UnfinalizeError
 from ..kube.cluster import ListQuery, namespace_ref
@@ -18,6 +18,9 @@ from ..model import Action, ObjectMeta, ObjectRef, Resource
 from . import diagnose, namespace_reads
 from .freeing import Freer
 from .preflight import NamespaceAccess
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 HELD_SHOWN = 20  # objects kept by built-in controllers named per namespace at the end
 NAMESPACE_RELIST = 1.0  # while waiting, a namespace's contents are listed again at most this often
@@ -94,6 +97,8 @@ class NamespaceSweep:
                 f"{', '.join(sorted(denied))}; their objects were not checked"
             )
             self.freer.book.add(ref, Action.FAILED, message=message, aspect="list")
+        from concurrent.futures import as_completed
+
         futures = [pool.submit(self._list_in, state.name, resource) for resource in listable]
         contents = 0
         queued: set[str] = set()

@@ -49,11 +49,12 @@ def static_config(options: ConnectionOptions, paths: list[str]) -> StaticConfig 
 
 
 def _read(path: str) -> dict[str, Any]:
-    import yaml
+    from ..yamlload import module, safe_loader
 
+    yaml = module()
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            data = yaml.load(handle, Loader=safe_loader())
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from exc
     if not isinstance(data, dict):

@@ -67,11 +67,11 @@ def _read_file(path: Path) -> list[Document]:
 
 def parse_text(text: str, source: str) -> list[Document]:
     """Split multi-document YAML (or JSON), flatten `kind: List`, validate each document."""
-    import yaml
+    from ..yamlload import module, safe_loader
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    yaml = module()
     try:
-        raw = list(yaml.load_all(text, Loader=loader))
+        raw = list(yaml.load_all(text, Loader=safe_loader()))
     except yaml.YAMLError as exc:
         where, problem = yaml_problem(exc, source)
         raise InputError(f"{where}: invalid YAML: {problem}") from exc

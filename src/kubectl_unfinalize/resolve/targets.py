@@ -10,7 +10,6 @@ that list too. Other resource types are named_objects.py's.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -169,6 +168,8 @@ def resolve_names(cluster: Cluster, names: list[str]) -> list[CRD]:
 
 def _unknown(name: str, crds: list[CRD]) -> str:
     vocabulary = sorted({c.name for c in crds} | {a for c in crds for a in _aliases(c)})
+    import difflib  # only to suggest a name: most runs never need it
+
     close = difflib.get_close_matches(name.lower(), vocabulary, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"no CustomResourceDefinition matches {name!r}{hint}"

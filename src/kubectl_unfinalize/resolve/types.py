@@ -16,7 +16,6 @@ Discovery is read once (two requests on a 1.30+ server) for every TYPE of a run.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from ..errors import InputError
@@ -78,6 +77,8 @@ def unknown_type(word: str, discovery: Discovery) -> str:
             f" (or use 'crd --category {wanted}' to select its CRDs)"
         )
     vocabulary = sorted({a for t in discovery.types for a in (*t.names, t.resource.qualified)})
+    import difflib  # only to suggest a name: most runs never need it
+
     close = difflib.get_close_matches(wanted, vocabulary, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     unavailable = f" (not answering now: {', '.join(discovery.unavailable)})" if discovery.unavailable else ""

@@ -1,0 +1,30 @@
+"""The entry scripts end the process without tearing the interpreter down (cli.main.finish):
+what was written is still delivered whole, and the exit status is main()'s."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kubectl_unfinalize.cli.flags import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_piped_help_arrives_whole_and_a_usage_error_keeps_its_status():
+    entry = [sys.executable, str(ROOT / "kubectl-unfinalize")]
+    shown = subprocess.run([*entry, "--help"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    expected = build_parser().format_help()
+    assert len(expected) > 1000 and shown.stdout.strip().endswith(expected.strip()[-200:])
+    wrong = subprocess.run([*entry, "crd"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: "), wrong.stderr
+
+
+def test_the_package_entry_point_exits_through_finish():
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-m", "kubectl_unfinalize", "--version"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.startswith("kubectl-unfinalize "), done.stderr
