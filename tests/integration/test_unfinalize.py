@@ -278,3 +278,47 @@ def test_delete_order_on_the_audit_trail(api_client, make_crd, namespace, cli, a
     for i in range(5):
         assert when[("delete", f"o{i}")] <= when[("patch", f"o{i}")], writes
     assert max(when[("patch", f"o{i}")] for i in range(5)) <= when[("delete", crd.name)]
+
+
+def test_the_wait_for_a_deleted_crd_ends_when_it_goes_not_at_the_next_poll(
+    api_client, make_crd, namespace, kubectl, kubeconfig
+):
+    """kubectl waits for a deletion with a watch; so does the tool. Here the CRD is held
+    by one more finalizer of its own (the tool never touches a CRD's finalizers) and let
+    go a few seconds in, when the polls would be seconds apart (poll=5: 10 ms doubling)."""
+    import threading
+    import time
+
+    from kubectl_unfinalize.api import run
+    from kubectl_unfinalize.options import ConnectionOptions, Options, Selection
+
+    crd = make_crd()
+    for i in range(2):
+        create(api_client, crd, f"w{i}", namespace, finalizers=[HOLD])
+    hold = '{"metadata": {"finalizers": ["unfinalize.test/hold-crd"]}}'  # its DELETE adds the cleanup one
+    kubectl("patch", "crd", crd.name, "--type=merge", "-p", hold)
+    result = {}
+
+    def tool():
+        options = Options(delete=True, timeout=60, poll=5.0)
+        result["report"] = run(Selection(crds=(crd.name,)), options, ConnectionOptions(kubeconfig=kubeconfig))
+        result["ended"] = time.monotonic()
+
+    started = time.monotonic()
+    thread = threading.Thread(target=tool, daemon=True)
+    thread.start()
+    wait_until(
+        "the cleanup controller to finish",
+        lambda: (
+            (c := crd_state(api_client, crd.name)) and list(c.metadata.finalizers or []) == ["unfinalize.test/hold-crd"]
+        ),
+    )
+    time.sleep(max(0.0, started + 3.0 - time.monotonic()))  # polls would now be 2.6 s apart
+    kubectl("patch", "crd", crd.name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    released = time.monotonic()
+    thread.join(30)
+    report = result["report"]
+    assert report.failures == 0 and report.count("unfinalized") == 2
+    assert crd_state(api_client, crd.name) is None
+    late = result["ended"] - released
+    assert late < 1.0, f"the run ended {late:.2f}s after the CRD went"

@@ -222,6 +222,9 @@ class FakeCluster:
     def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
         return self.listings.get(resource)
 
+    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
+        return None  # no watch here: the engine polls
+
     def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
         """`writes` per name after the `since`-th entry (a resourceVersion here is an
         index into it); None when `expired`: the history is gone."""

@@ -20,7 +20,7 @@ class ScriptedPool:
         self.requests = []
         self.timeouts = []
 
-    def send(self, method, target, body, headers, timeout):
+    def send(self, method, target, body, headers, timeout, on_chunk=None):
         self.requests.append((method, target, body, Headers(headers)))
         self.timeouts.append(timeout)
         answer = self.answers.pop(0)

@@ -144,3 +144,26 @@ def test_an_answer_without_a_body_to_a_request_without_one():
     buf = bytearray(b"HTTP/1.1 200 Connection established\r\n\r\n\x16\x03\x01")
     answer = parser.feed(buf)
     assert answer is not None and answer.status == 200 and bytes(buf) == b"\x16\x03\x01"
+
+
+def test_a_watch_is_read_chunk_by_chunk_and_ends_where_the_reader_says():
+    # The wait for deleted CRDs ends at the event it waits for, with the stream still open.
+    events = [b'{"type":"MODIFIED"}\n', b'{"type":"DELETED"}\n', b'{"type":"never read"}\n']
+    stream = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    seen = []
+
+    def on_chunk(data):
+        seen.append(data)
+        return b"DELETED" in data
+
+    parser, buf = Parser(), bytearray(head + stream)
+    parser.on_chunk = on_chunk
+    response = parser.feed(buf)
+    assert response is not None and response.status == 200
+    assert response.data == b"" and response.will_close  # cut short: not to be used again
+    assert seen == events[:2]
+    error = b"HTTP/1.1 410 Gone\r\nTransfer-Encoding: chunked\r\n\r\n5\r\ngone!\r\n0\r\n\r\n"
+    parser, buf = Parser(), bytearray(error)
+    parser.on_chunk = on_chunk
+    assert parser.feed(buf).data == b"gone!"  # an error's body is read whole, not streamed

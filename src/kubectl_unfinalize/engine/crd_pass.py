@@ -57,6 +57,7 @@ QUEUED = 1000  # jobs listed ahead of the workers, at most (the lists wait meanw
 RELIST_AFTER = 3.0  # seconds of the cleanup controller's work before a CRD still there has its instances listed again
 UNSEEN_AFTER = 10.0  # the same, from its DELETE, when that work is never seen
 ONE_LIST_FROM = 2  # CRDs waited on: from this many, one list of CRDs instead of a GET each
+WATCH_SECONDS = 1  # the longest one watch for deleted CRDs lasts; it ends as soon as they are all gone
 
 _END = object()
 
@@ -67,6 +68,26 @@ class CrdPass:
     def __init__(self, freer: Freer, workers: Workers) -> None:
         self.freer = freer
         self.workers = workers
+        self._watching = True  # until a watch could not tell: then the loop polls
+
+    def wait_gone(self, states: list[CrdState]) -> bool:
+        """Between passes, when what is left is CRDs this run deleted: wait for them by a
+        watch, which ends the moment the last one goes (a poll came up to a poll interval
+        late: 80 ms of a small teardown's 0.3 s, a second of a provider's uninstall),
+        or after WATCH_SECONDS, when the loop goes on as after a poll. From the
+        resourceVersion of a DELETE answer: the reads that found them still there came
+        after every DELETE, so no deletion since can be missed. False when the loop must
+        sleep instead: some were not deleted, or a watch could not tell (its history was
+        gone, another server refused it), which stops the watching for the run."""
+        deleted = [s for s in states if s.uid and s.version]
+        if not self._watching or not deleted or len(deleted) < len(states):
+            return False
+        since = max(deleted, key=lambda s: s.deleted_at).version
+        names = {s.crd.name for s in deleted}
+        if self.freer.cluster.all_deleted(CRD_RESOURCE, names, since, WATCH_SECONDS) is None:
+            self._watching = False
+            return False
+        return True
 
     def jobs(self, states: list[CrdState]) -> Generator[Job, None, None]:
         """On the main thread: every instance job of `states`, as their lists bring them.

@@ -157,8 +157,9 @@ class Engine:
             if self.deadline.expired():
                 report.timed_out = True
                 break
-            time.sleep(min(poll, self.deadline.remaining()))
-            poll = min(poll * 2, options.poll)
+            if pending.objects or pending.spaces or not self.crds.wait_gone(pending.crds):
+                time.sleep(min(poll, self.deadline.remaining()))
+                poll = min(poll * 2, options.poll)
         if report.timed_out and self.deadline.interrupted:
             report.timed_out, report.interrupted = False, True
         elif report.timed_out:

@@ -1,4 +1,5 @@
-"""Which objects of one place were written since a resourceVersion, without their contents.
+"""What changed since a resourceVersion, read from a watch: which objects of one place were
+written (without their contents), and when the objects waited on are all deleted.
 
 A watch from that resourceVersion, answered as a Table without objects
 (includeObject=None): each event is a name and an age, a few hundred bytes, where a
@@ -62,6 +63,55 @@ def written_since(
             if len(cells) > column:
                 counts[str(cells[column])] += 1
     return counts
+
+
+def all_deleted(request: Request, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
+    """Watch `resource` from `since` until each of `names` was deleted (True, at once:
+    the wait for a deleted CRD ends when it goes, as kubectl's does, not at the next
+    poll), or until the server ends the watch after `seconds` (False). None when the
+    watch cannot tell: its history is gone (410), or it broke off. Metadata only: a CRD's
+    schema can be hundreds of KiB, and its cleanup controller writes it twice."""
+    left = set(names)
+    lines = bytearray()
+    failed = False
+
+    def on_chunk(data: bytes) -> bool:
+        nonlocal failed
+        lines.extend(data)
+        while (end := lines.find(b"\n")) >= 0:
+            line = bytes(lines[:end])
+            del lines[: end + 1]
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                failed = True
+                return True
+            kind = event.get("type")
+            if kind == "ERROR":  # 410 Expired, or any end of the history
+                failed = True
+                return True
+            if kind == "DELETED":
+                left.discard(((event.get("object") or {}).get("metadata") or {}).get("name"))
+                if not left:
+                    return True
+        return False
+
+    params = {
+        "watch": "true",
+        "resourceVersion": since,
+        "timeoutSeconds": max(1, seconds),
+        "fieldSelector": f"metadata.name={next(iter(names))}" if len(names) == 1 else None,
+    }
+    try:
+        request("GET", resource.path(None), query=params, accept=METADATA_WATCH, on_chunk=on_chunk)
+    except (Gone, NotFound):
+        return None
+    return None if failed else not left
+
+
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 def _lines(data: bytes) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from ..deadline import Deadline
-from ..errors import ApiError, NotFound
+from ..errors import ApiError, NotFound, UnfinalizeError
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from ..net.bulk import Bulk, BulkPatch, Sink
 from ..options import DryRun
@@ -55,6 +55,11 @@ class Cluster(Protocol):
 
     def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
         """Writes per object name since `since`, by a watch that lasts `seconds` (changes.py)."""
+        ...
+
+    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
+        """Whether each of `names` is deleted within `seconds`, watched from `since`
+        (changes.all_deleted); None when a watch cannot tell."""
         ...
 
     def api_discovery(self) -> list[dict[str, Any]]: ...
@@ -168,6 +173,16 @@ class HttpCluster:
         if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
             return None
         return changes.written_since(self._request, resource, query, since, seconds)
+
+    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
+        """None too when the deadline, or --request-timeout, ends before the watch would;
+        and for a failed request (the caller then polls, which reports what fails)."""
+        if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
+            return None
+        try:
+            return changes.all_deleted(self._request, resource, names, since, seconds)
+        except UnfinalizeError:
+            return None
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None:
         """The resources an API group version serves; None when it serves none."""

@@ -143,13 +143,15 @@ class Transport:
         idempotent: bool = False,
         on_bytes: Callable[[int], None] | None = None,
         parse: Callable[[bytes], Any] = json.loads,
+        on_chunk: Callable[[bytes], bool] | None = None,
     ) -> Any:
         """Send one request, retrying until `deadline` what the server refused (429, 5xx)
         or never saw (no connection); one that failed after it may have reached the server
         is sent again only when the verb says it is `idempotent`. Return the decoded JSON
         body (None with decode=False: a bulk write's answer is not read), or what `parse`
         makes of it (a watch's lines); `on_bytes` is told the body's size (list pages
-        are sized by it). Raises a typed
+        are sized by it); `on_chunk` reads a watch as its events come (Parser.on_chunk:
+        it may end it early, and nothing is then returned). Raises a typed
         ApiError, Unreachable, or DeadlineExceeded when the time was up before sending."""
         target = self._prefix + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
@@ -170,7 +172,7 @@ class Transport:
             started = time.monotonic()
             try:
                 response = self.connections.send(
-                    method, target, payload, self.headers(accept, content_type), self.timeout(deadline)
+                    method, target, payload, self.headers(accept, content_type), self.timeout(deadline), on_chunk
                 )
             except ValueError as exc:  # a header value or name that cannot be sent
                 raise ConfigError(str(exc)) from None

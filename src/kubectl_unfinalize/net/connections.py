@@ -18,6 +18,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import SplitResult, unquote, urlsplit
 
@@ -151,8 +152,17 @@ class Connections:
         with self._lock:
             return self._spare.pop() if self._spare else None
 
-    def send(self, method: str, target: str, body: bytes | None, headers: bytes, timeout: float) -> Response:
-        """One request and its whole response; `headers` are wire.header_lines(). Raises
+    def send(
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: bytes,
+        timeout: float,
+        on_chunk: Callable[[bytes], bool] | None = None,
+    ) -> Response:
+        """One request and its whole response; `headers` are wire.header_lines(); a
+        watch's chunks go to `on_chunk` as they come (wire.Parser.on_chunk). Raises
         NotSent when no connection could be opened, another OSError when it failed after
         being sent, ValueError when the target cannot be sent."""
         head = request_head(method, target, self._host, headers, None if body is None else len(body))
@@ -173,7 +183,7 @@ class Connections:
         started = time.monotonic()
         wire.due = started + timeout
         try:
-            answer = wire.exchange(head, body)
+            answer = wire.exchange(head, body, on_chunk=on_chunk)
         except BaseException as exc:
             self._drop(wire)
             if wire.expired:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 MAX_HEAD = 1 << 20  # a response head (or a chunk-size line) larger than this is not an API server's
@@ -47,10 +47,14 @@ class Parser:
     to the end of the connection (no length, no chunks) is ended by `at_eof(buf)`.
     `expect_body` is False for the answer to a request that has none (CONNECT)."""
 
-    __slots__ = ("_chunks", "_close", "_headers", "_need", "_reason", "_state", "_status", "expect_body")
+    __slots__ = ("_chunks", "_close", "_headers", "_need", "_reason", "_state", "_status", "expect_body", "on_chunk")
 
     def __init__(self) -> None:
         self.expect_body = True
+        # A watch's events as they come (chunked bodies only): each chunk goes here instead
+        # of into the body; True ends the answer there, its body empty and the connection
+        # not to be used again (the rest of the stream is never read).
+        self.on_chunk: Callable[[bytes], bool] | None = None
         self._start()
 
     def _start(self) -> None:
@@ -120,9 +124,14 @@ class Parser:
                     return None
                 if buf[need - 2 : need] != b"\r\n":
                     raise ProtocolError("chunk not followed by CRLF")
-                self._chunks.append(bytes(memoryview(buf)[: need - 2]))
+                data = bytes(memoryview(buf)[: need - 2])
                 del buf[:need]
                 self._state = _CHUNK_SIZE
+                if self.on_chunk is None or not 200 <= self._status < 300:  # an error's body is read whole
+                    self._chunks.append(data)
+                elif self.on_chunk(data):
+                    self._close = True
+                    return self._done(b"")
             else:  # _EOF: everything up to the end of the connection
                 return None
 
@@ -187,17 +196,28 @@ class Wire:
     def close(self) -> None:
         self.sock.close()
 
-    def exchange(self, head: bytes, body: bytes | None, *, expect_body: bool = True) -> Response:
-        """Send one request (head ends with the blank line) and read its whole response."""
+    def exchange(
+        self,
+        head: bytes,
+        body: bytes | None,
+        *,
+        expect_body: bool = True,
+        on_chunk: Callable[[bytes], bool] | None = None,
+    ) -> Response:
+        """Send one request (head ends with the blank line) and read its whole response,
+        or, with `on_chunk`, until it returns True (Parser.on_chunk)."""
         self.sock.sendall(head + body if body else head)
         parser, buf = self._parser, self._buf
-        parser.expect_body = expect_body
-        while (response := parser.feed(buf)) is None:
-            chunk = self.sock.recv(READ_SIZE)
-            if not chunk:
-                return parser.at_eof(buf)
-            buf += chunk
-        return response
+        parser.expect_body, parser.on_chunk = expect_body, on_chunk
+        try:
+            while (response := parser.feed(buf)) is None:
+                chunk = self.sock.recv(READ_SIZE)
+                if not chunk:
+                    return parser.at_eof(buf)
+                buf += chunk
+            return response
+        finally:
+            parser.on_chunk = None
 
 
 def header_lines(headers: Iterable[tuple[str, str]]) -> bytes:
