@@ -161,11 +161,17 @@ def test_map_waits_for_its_own_jobs_not_for_a_list_page_in_flight():
         pool.close()
 
 
-def test_a_free_sixteenth_of_the_limit_wakes_the_submitter():
-    # On a far cluster the rate is what is in flight per round trip: a submitter woken
-    # only once a quarter of the limit was free kept 3/4 to all of it in flight.
+@pytest.mark.parametrize("quickest, freed", [(0.1, 4), (0.002, 16)], ids=["far", "near"])
+def test_the_submitter_is_woken_by_a_sixteenth_of_the_limit_far_away_and_a_quarter_near(quickest, freed):
+    # Far, the rate is what is in flight per round trip: waking the submitter only once a
+    # quarter of the limit was free kept 3/4 to all of it in flight (15% of the rate).
+    # Near, the wake-ups' client CPU is what the server competes with: a quarter.
+    from kubectl_unfinalize.engine.pacing import Pacing
+
     limit = 64
-    pool = workers(size=limit + 1, limit=limit)
+    pacing = Pacing(limit, start=limit)
+    pacing.completed(quickest)
+    pool = Workers(limit + 1, lambda: limit, lambda latency, counted: None, pacing.wake_at)
     gates = [threading.Event() for _ in range(limit)]
     submitted = threading.Event()
     try:
@@ -177,10 +183,11 @@ def test_a_free_sixteenth_of_the_limit_wakes_the_submitter():
             submitted.set()
 
         threading.Thread(target=one_more, daemon=True).start()
-        assert not submitted.wait(0.2), "submitted above the limit"
-        for gate in gates[: limit // 16]:
+        for gate in gates[: freed - 1]:
             gate.set()
-        assert submitted.wait(5), "four free places out of 64 did not wake the submitter"
+        assert not submitted.wait(0.3), f"woken with {freed - 1} free places"
+        gates[freed - 1].set()
+        assert submitted.wait(5), f"{freed} free places out of 64 did not wake the submitter"
     finally:
         for gate in gates:
             gate.set()

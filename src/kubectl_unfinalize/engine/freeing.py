@@ -45,13 +45,19 @@ class Freer:
             return False
         return bool(self.options.removable(list(meta.finalizers)))
 
+    @property
+    def bulk_writes(self) -> bool:
+        """Whether this run's writes can be bulk patches at all (no finalizer named, no
+        dry run): --delete sends them only for objects already being deleted."""
+        return not self.options.finalizers and self.options.dry_run is DryRun.NONE
+
     def fast(self, meta: ObjectMeta, job: Callable[..., object]) -> Callable[[], object]:
         """`job`, or the bulk patch that removes every finalizer when that is all `job`
         would write (no finalizer named, no dry run, nothing to delete first); the bulk
         sender runs `job` instead after any answer but a 2xx, as `job(True)` when the
         patch went out and no answer came (it may have been applied)."""
         options = self.options
-        if options.finalizers or options.dry_run is not DryRun.NONE or (options.delete and not meta.terminating):
+        if not self.bulk_writes or (options.delete and not meta.terminating):
             return job
         if self.admission.blocking(meta.ref, "UPDATE"):
             return job  # not sent: the job says why

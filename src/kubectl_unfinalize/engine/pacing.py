@@ -42,6 +42,8 @@ import threading
 import time
 from collections.abc import Callable
 
+FAR = 0.02  # seconds: when even the quickest job took this long, the server is far (wake_at)
+NEAR_REFILL, FAR_REFILL = 4, 16  # the submitter refills a quarter of the limit at a time near, a sixteenth far
 START = 32  # a far cluster fills 64 in one round trip less than from 16; refusals bring it down in one burst
 RISE = 10.0
 OVERLOAD = 1.0
@@ -60,6 +62,7 @@ class Pacing:
         self._limit = float(min(start, cap))
         self._slow_start = True
         self._best: float | None = None
+        self._quickest: float | None = None  # the quickest job so far
         self._window: list[float] = []
         self._cut = -math.inf  # when a refusal last cut the limit
         self._ceiling: int | None = None  # the concurrency the server last refused at
@@ -70,6 +73,13 @@ class Pacing:
     @property
     def limit(self) -> int:
         return max(1, int(self._limit))
+
+    def wake_at(self) -> int:
+        """In flight when the workers wake the submitter (workers.Workers): far, with
+        only a sixteenth of the limit free, so in flight stays near the limit."""
+        limit = self.limit
+        far = self._quickest is not None and self._quickest >= FAR  # a near server's queue makes jobs slow, not all
+        return limit - max(1, limit // (FAR_REFILL if far else NEAR_REFILL))
 
     @property
     def ceiling(self) -> int | None:
@@ -98,6 +108,8 @@ class Pacing:
     def completed(self, latency: float) -> None:
         """One job finished after `latency` seconds."""
         with self._lock:
+            if self._quickest is None or latency < self._quickest:
+                self._quickest = latency
             self._window.append(latency)
             if len(self._window) < self.limit:
                 return

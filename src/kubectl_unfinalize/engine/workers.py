@@ -4,10 +4,11 @@ threads: a small teardown starts a few threads (and opens a few connections), no
 
 A Future per object and concurrent.futures.wait() (which locks every future in flight
 on each call) cost more client CPU than the requests themselves; a queue, a counter and
-one condition are all the engine needs. The submitter is woken when a sixteenth of the
-limit has finished, not after every job: one wake-up refills several slots. (A quarter
-was tried: in flight then swung between 3/4 of the limit and all of it, and on a far
-cluster, where the rate is what is in flight per round trip, that cost 15%.) A BulkPatch
+one condition are all the engine needs. The submitter is woken when several places are
+free, not after every job: one wake-up refills several slots. How many is the pacing's
+to say (`wake_at`): a quarter of the limit near the server, where each wake-up costs
+client CPU the server's own work competes with, a sixteenth far away, where the rate is
+what is in flight per round trip and a quarter cost 15% of it. A BulkPatch
 job goes to the bulk sender when the cluster offers one (bulk.py); what it hands back
 runs here, still counted in flight.
 """
@@ -24,7 +25,6 @@ from typing import Protocol, TypeVar, cast
 
 from ..net.bulk import Bulk, BulkPatch
 
-REFILL = 16  # the submitter is woken when this fraction of the limit is free
 Job = Callable[[], object]
 T = TypeVar("T")
 R = TypeVar("R")
@@ -37,8 +37,15 @@ class Mapper(Protocol):
 
 
 class Workers:
-    def __init__(self, size: int, limit: Callable[[], int], on_done: Callable[[float, bool], None]) -> None:
+    def __init__(
+        self,
+        size: int,
+        limit: Callable[[], int],
+        on_done: Callable[[float, bool], None],
+        wake_at: Callable[[], int] | None = None,
+    ) -> None:
         self._limit = limit
+        self._wake_at = wake_at or (lambda: limit() * 3 // 4)  # wake the submitter at this many in flight
         self._on_done = on_done
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._inflight = 0
@@ -104,8 +111,7 @@ class Workers:
         self._on_done(time.monotonic() - started, counted)
         with self._changed:
             self._inflight -= 1
-            limit = self._limit()
-            if self._inflight <= limit - max(1, limit // REFILL):
+            if self._inflight <= self._wake_at():
                 self._changed.notify_all()
 
     def in_flight_now(self) -> int:
