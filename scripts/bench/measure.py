@@ -46,6 +46,21 @@ with open(sys.argv[1], "w") as out:
 """
 
 
+def process_cpu(pids: list[int]) -> float:
+    """User + system seconds the processes `pids` have used so far (/proc/PID/stat; 0 for
+    one that is gone): the control plane's own work during a run, read before and after."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
+
+
 def measure(argv: list[str], env: dict[str, str], timeout: float = RUN_TIMEOUT) -> Sample:
     """Run argv to completion; wall time, CPU and peak RSS from os.wait4 in a small launcher."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
