@@ -199,3 +199,32 @@ def test_no_watch_outlasts_the_run_s_deadline_or_the_request_timeout():
     short = Refused()
     short.request_timeout = 1.5
     assert HttpCluster(short, Deadline(None)).written_since(WIDGETS, ListQuery(), "1", 1) is None  # type: ignore[arg-type]
+
+
+def test_the_wait_for_deleted_crds_reads_the_events_as_they_come_or_a_body_that_came_whole():
+    from kubectl_unfinalize.kube.changes import all_deleted
+    from kubectl_unfinalize.model import CRD_RESOURCE
+
+    events = (
+        b'{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}\n'
+        b'{"type":"DELETED","object":{"metadata":{"name":"a"}}}\n'
+    )
+
+    def streamed(method, path, *, query, accept, on_chunk, parse):
+        assert query["fieldSelector"] == "metadata.name=a" and query["resourceVersion"] == "5"
+        assert not on_chunk(events[:30])  # a chunk may end mid-line
+        assert on_chunk(events[30:])  # the last one went: the watch ends here
+        return None
+
+    assert all_deleted(streamed, CRD_RESOURCE, {"a"}, "5", 1) is True
+
+    def whole(method, path, *, query, accept, on_chunk, parse):  # a proxy that buffered the stream
+        assert query["fieldSelector"] is None
+        return parse(events)
+
+    assert all_deleted(whole, CRD_RESOURCE, {"a", "b"}, "5", 1) is False  # b is still there
+
+    def expired(method, path, *, query, accept, on_chunk, parse):
+        return parse(b'{"type":"ERROR","object":{"code":410}}\n')
+
+    assert all_deleted(expired, CRD_RESOURCE, {"a"}, "5", 1) is None

@@ -105,7 +105,8 @@ def all_deleted(request: Request, resource: Resource, names: set[str], since: st
         "fieldSelector": f"metadata.name={next(iter(names))}" if len(names) == 1 else None,
     }
     try:
-        request("GET", resource.path(None), query=params, accept=METADATA_WATCH, on_chunk=on_chunk)
+        # A body that came whole (not chunked: a proxy that buffers) is read the same way.
+        request("GET", resource.path(None), query=params, accept=METADATA_WATCH, on_chunk=on_chunk, parse=on_chunk)
     except (Gone, NotFound):
         return None
     return None if failed else not left
