@@ -114,10 +114,10 @@ class Engine:
         )
         pool = _Pool(self.options.concurrency)
         self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done, self.pacing.wake_at)
-        warm = (
-            self.pacing.limit if self.freer.bulk_writes and not self.options.delete else 0
-        )  # --delete: workers' writes
-        self.workers.bulk = self.cluster.bulk(self.workers, self.options.concurrency, warm=warm)
+        bulk_only = self.freer.bulk_writes and not self.options.delete  # --delete: most writes go to the workers
+        self.workers.bulk = self.cluster.bulk(
+            self.workers, self.options.concurrency, warm=self.pacing.limit if bulk_only else 0
+        )
         self.crds = CrdPass(self.freer, self.workers)
         self.pacing.load = self.workers.in_flight_now  # a refusal's cut starts from what is in flight
         self.cluster.pace(self.pacing.refused, self.workers.parked)

@@ -42,7 +42,8 @@ import threading
 import time
 from collections.abc import Callable
 
-FAR = 0.02  # seconds: when even the quickest job took this long, the server is far (wake_at)
+from ..net.connections import FAR  # when even the quickest job took this long, the server is far (wake_at)
+
 NEAR_REFILL, FAR_REFILL = 4, 16  # the submitter refills a quarter of the limit at a time near, a sixteenth far
 START = 32  # a far cluster fills 64 in one round trip less than from 16; refusals bring it down in one burst
 RISE = 10.0

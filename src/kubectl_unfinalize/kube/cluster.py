@@ -16,6 +16,7 @@ from ..deadline import Deadline
 from ..errors import ApiError, NotFound, UnfinalizeError
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
 from ..net.bulk import Bulk, BulkPatch, Sink
+from ..net.connections import FAR
 from ..options import DryRun
 from . import changes
 from .paging import Listed, ListRecord, pages
@@ -24,7 +25,6 @@ from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-FAR = 0.02  # seconds: a round trip this long or longer makes the bulk sender open its connections early
 REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 

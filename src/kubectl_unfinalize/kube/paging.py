@@ -80,7 +80,7 @@ class ListRecord:
         self._by_resource: dict[Resource, Listed] = {}
 
     def page(
-        self, path: str, first: bool, resource_version: str, objects: int, nbytes: int, resource: Resource | None = None
+        self, path: str, resource: Resource, first: bool, resource_version: str, objects: int, nbytes: int
     ) -> None:
         with self._lock:
             listed = self._by_path.setdefault(path, Listed())
@@ -88,7 +88,7 @@ class ListRecord:
                 listed.resource_version = resource_version
             listed.nbytes += nbytes
             listed.objects += objects
-            if resource is not None and objects:
+            if objects:
                 seen = self._by_resource.setdefault(resource, Listed())
                 seen.nbytes += nbytes
                 seen.objects += objects
@@ -143,7 +143,7 @@ def pages(
         listed = page.get("metadata") or {}
         del page  # held by this frame while the caller works on the page otherwise
         budget.seen(len(items), size)
-        record.page(path, not token, str(listed.get("resourceVersion") or ""), len(items), size, resource)
+        record.page(path, resource, not token, str(listed.get("resourceVersion") or ""), len(items), size)
         token = listed.get("continue") or ""
         yield items
         if not token:

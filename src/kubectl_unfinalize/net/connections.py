@@ -27,6 +27,7 @@ from .wire import ProtocolError, Response, Wire, header_lines, request_head
 __all__ = ["Connections", "Endpoint", "NotSent", "ProtocolError", "Response", "header_lines", "reason"]
 
 
+FAR = 0.02  # seconds: a round trip this long or longer is a far server's (the bulk sender, the pacing)
 WATCH_EVERY = 0.1  # seconds between looks for overdue exchanges: how late a timeout may fire
 
 
