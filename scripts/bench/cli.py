@@ -52,7 +52,7 @@ from . import ROOT, many_crds, small, throttled
 from . import scan as scan_section
 from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
-from .peers import DEFAULT_TOOL, Peers, build_ceiling, resolve_tool
+from .peers import DEFAULT_TOOL, Peers, build_program, resolve_tool
 from .report import Report
 from .sizes import BigObjects, growth
 from .throttled import Throttled
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     report = Report(out, args.json, ["scripts/benchmark.py", *(sys.argv[1:] if argv is None else argv)], settings(args))
     tool = resolve_tool(args.tool)
     kubectl = find_binaries(("kubectl",))["kubectl"]
-    ceiling = build_ceiling()
+    ceiling = build_program("ceiling")
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unfinalize-bench-")))
         kubeconfig = args.kubeconfig

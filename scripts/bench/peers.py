@@ -16,7 +16,7 @@ from .kube import PATCH, CrdSpec, Kube
 from .measure import Sample, check, measure
 
 DEFAULT_TOOL = ROOT / "dist" / "kubectl-unfinalize"
-CEILING_BUILD = ROOT / "bench" / "ceiling" / "build.sh"
+BUILD = ROOT / "bench" / "build.sh"
 CEILING_CONCURRENCY = 64
 
 
@@ -41,11 +41,11 @@ def resolve_tool(spec: str | None) -> list[str]:
     return argv
 
 
-def build_ceiling() -> Path:
-    """bench/ceiling/build.sh: builds (or reuses) the client-go program, prints its path."""
-    proc = subprocess.run(["bash", str(CEILING_BUILD)], stdout=subprocess.PIPE, text=True)
+def build_program(name: str) -> Path:
+    """bench/build.sh NAME: builds (or reuses) the client-go program bench/NAME, prints its path."""
+    proc = subprocess.run(["bash", str(BUILD), name], stdout=subprocess.PIPE, text=True)
     if proc.returncode:
-        raise SystemExit(f"{CEILING_BUILD.relative_to(ROOT)} failed with exit code {proc.returncode}")
+        raise SystemExit(f"{BUILD.relative_to(ROOT)} {name} failed with exit code {proc.returncode}")
     return Path(proc.stdout.strip().splitlines()[-1])
 
 

@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import time
 from pathlib import Path
 
-from . import ROOT
 from .kube import FINALIZERS, NAMESPACES, CrdSpec, Kube
 from .measure import Sample, log, measure, med
-from .peers import Peers
+from .peers import Peers, build_program
 from .report import Report
 
-LISTER_BUILD = ROOT / "bench" / "lister" / "build.sh"
 CONCURRENCY = 16  # lists in flight, for both (scan's default)
-
-
-def build_lister() -> Path:
-    proc = subprocess.run(["bash", str(LISTER_BUILD)], stdout=subprocess.PIPE, text=True)
-    if proc.returncode:
-        raise SystemExit(f"{LISTER_BUILD.relative_to(ROOT)} failed with exit code {proc.returncode}")
-    return Path(proc.stdout.strip().splitlines()[-1])
 
 
 def populate(kube: Kube, namespaces: list[str], types: int, per_type: int) -> list[CrdSpec]:
@@ -81,7 +71,7 @@ def run(
     per_type: int,
     repeat: int,
 ) -> None:
-    lister = build_lister()
+    lister = build_program("lister")
     env = peers.env_for(kubeconfig)
     crds = populate(kube, namespaces, types, per_type)
     samples: dict[str, list[Sample]] = {"tool": [], "lister": []}
