@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 from .deadline import Deadline
 from .engine.loop import Engine, ProgressListener
 from .engine.outcomes import OutcomeListener
+from .engine.preflight import ask_ahead
 from .errors import InputError
 from .kube.cluster import HttpCluster
 from .kube.config import connect
 from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
 from .resolve.manifests import read_manifests
-from .resolve.targets import resolve
+from .resolve.targets import declared_crds, resolve
 
 if TYPE_CHECKING:
     from .scan_model import ScanReport  # imported by scan() alone: a teardown never needs it
@@ -141,11 +142,13 @@ def run(
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
     with connect(connection) as transport:
         cluster = HttpCluster(transport, Deadline(options.deadline_seconds, interrupt))
+        ask_ahead(cluster, Targets(crds=declared_crds(selection, documents)), options)
         targets = resolve(cluster, selection, documents, options.namespace or transport.namespace)
         if confirm is not None and targets:
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
+        transport.connections.lend()  # the first list takes it: no handshake, a round trip far away
         engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
         return engine.run(targets, skipped=targets.missing)
 

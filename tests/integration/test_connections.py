@@ -88,3 +88,46 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
             accepted = proxy.accepted
     assert back == [] and sorted(done) == names
     assert accepted == len(names), f"{accepted} connections for {len(names)} warmed ones"
+
+
+def test_a_far_run_asks_its_reviews_while_it_reads_the_crd_and_lists_on_an_open_connection(
+    control_plane, kubeconfig, make_crd, namespace, api_client, audit, tmp_path
+):
+    """A named CRD's group and plural are in its name: the RBAC reviews go out with the
+    CRD's GET (3 legs of the delay after the start: TLS, then the request), not after its
+    answer on connections of their own (7 legs). The GET's connection is then lent to the
+    first list, which needs no handshake: the first patch comes 7 legs in, not 9."""
+    import datetime
+    import time
+
+    import crs
+    import yaml
+    from controlplane.proxy import LoopbackProxy
+
+    from kubectl_unfinalize import unfinalize
+
+    leg = 0.25
+    crd = make_crd()
+    for i in range(3):
+        crs.create(api_client, crd, f"far-{i}", namespace, finalizers=["unfinalize.test/held"])
+    host, port = control_plane.server_address
+    with LoopbackProxy(host, port, delay=leg) as proxy:
+        config = yaml.safe_load(open(kubeconfig))
+        config["clusters"][0]["cluster"]["server"] = proxy.url
+        far = tmp_path / "far-kubeconfig"
+        far.write_text(yaml.safe_dump(config))
+        audit.mark()
+        started = time.time()
+        report = unfinalize([crd.name], kubeconfig=str(far), timeout=60)
+
+    def received(event: dict) -> float:
+        stamp = event["requestReceivedTimestamp"].replace("Z", "+00:00")
+        return datetime.datetime.fromisoformat(stamp).timestamp() - started
+
+    events = audit.writes()
+    reviews = [received(e) for e in events if e["objectRef"]["resource"] == "selfsubjectaccessreviews"]
+    patches = [received(e) for e in events if e["verb"] == "patch" and e["objectRef"]["resource"] == crd.plural]
+    assert report.ok and len(patches) == 3, report
+    assert len(reviews) == 2, f"{len(reviews)} reviews: list and patch, each once"
+    assert max(reviews) < 5 * leg, f"reviews {reviews} s after the start, a leg being {leg} s"
+    assert min(patches) < 8 * leg, f"the first patch {min(patches):.2f} s after the start, a leg being {leg} s"

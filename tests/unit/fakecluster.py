@@ -163,6 +163,9 @@ class FakeCluster:
     def bounded(self, deadline: Deadline) -> FakeCluster:
         return self
 
+    def far(self) -> bool:
+        return False
+
     def bulk(self, sink: Sink, cap: int, warm: int = 0) -> FakeBulk | None:
         if not self.offers_bulk:
             return None  # every patch goes through the verbs
@@ -315,6 +318,12 @@ class FakeCluster:
         if resource.plural == "*":  # as RBAC: only a rule for every resource allows "*"
             return not [denied for denied, _ in self.denied if denied == verb]
         return (verb, resource.plural) not in self.denied
+
+    def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
+        self.calls.append(("ahead", f"{verb} {resource.plural}"))
+
+    def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
+        return False
 
     def whoami(self) -> str:
         return "tester"

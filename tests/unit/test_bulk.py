@@ -206,3 +206,30 @@ def test_a_path_that_cannot_be_sent_goes_to_the_workers_and_the_rest_goes_on():
     done, sink, _, _ = run(lambda method, path: OK, ["/o/bad\r\nX-Injected: 1", "/o/good"], cap=1)
     assert done == ["/o/good"]
     assert sink.requeued == ["fallback /o/bad\r\nX-Injected: 1"] and sink.failures == []
+
+
+def test_connections_warmed_and_given_away_are_not_opened_again():
+    """A far run's warmed connections, given to the final check's threads, were opened
+    again at once (the warm count was still wanted), and closing then waited a round trip
+    for those handshakes as the run ended."""
+    with LoopbackServer(lambda method, path: OK) as server:
+        connections = Connections(Endpoint(server.url))
+        sink = RecordingSink()
+        bulk = Bulk(connections, lambda: b"", lambda: 2.0, lambda: None, sink, 4)
+        bulk.warm(4)
+        deadline = time.monotonic() + 5
+        while server.connections < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for i in range(8):
+            bulk.put(patch(f"/o/{i}"))
+        assert sink.wait(8, timeout=5)
+        bulk.release()
+        threads = [threading.Thread(target=connections.send, args=("GET", "/list", None, b"", 2.0)) for _ in range(4)]
+        for thread in threads:  # the final check's lists, each on a thread and a connection given away
+            thread.start()
+            thread.join()
+        bulk.close()  # it wakes the sender, which then opened the 4 warmed ones again
+        time.sleep(0.2)  # connections are counted on the server's thread
+        assert server.connections == 4, f"{server.connections - 4} opened again after release()"
+        connections.close()
+    assert sink.requeued == [] and sink.failures == []

@@ -4,6 +4,8 @@ refusals (429) it settles on; then the whole loop against a simulated priority l
 import heapq
 import itertools
 
+import pytest
+
 from kubectl_unfinalize.engine.pacing import FIRST_HOLD, MAX_HOLD, Pacing
 
 
@@ -224,3 +226,20 @@ def test_a_larger_level_and_a_far_unthrottled_server_are_filled_too():
     assert seconds < 1.25 * 4000 * 0.01 / 20 and refusals < 200
     seconds, refusals, mean_limit = simulate(seats=1000, jobs=4000, rtt=0.1)
     assert refusals == 0 and mean_limit > 60
+
+
+@pytest.mark.parametrize("far, start", [(False, 32), (True, 64)], ids=["near", "far"])
+def test_a_far_run_starts_at_the_cap(far, start):
+    """Far, each doubling of slow start is a round trip of the run (0.3 s at +150 ms);
+    a refusal burst at the cap settles the limit as one at 32 does."""
+    from fakecluster import FakeCluster
+
+    from kubectl_unfinalize.deadline import Deadline
+    from kubectl_unfinalize.engine.loop import Engine
+    from kubectl_unfinalize.options import Options
+
+    class Cluster(FakeCluster):
+        def far(self) -> bool:
+            return far
+
+    assert Engine(Cluster(), Options(concurrency=64), Deadline(10)).pacing.limit == start

@@ -35,7 +35,7 @@ from .freeing import Freer
 from .namespace_sweep import NamespaceState, NamespaceSweep
 from .object_sweep import ObjectState
 from .outcomes import OutcomeBook, OutcomeListener
-from .pacing import Pacing
+from .pacing import START, Pacing
 from .preflight import preflight
 from .workers import Background, Workers
 
@@ -100,7 +100,7 @@ class Engine:
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
         self.freer = Freer(cluster, options, self.book, deadline)
         self.namespaces = NamespaceSweep(self.freer)
-        self.pacing = Pacing(options.concurrency)
+        self.pacing = Pacing(options.concurrency, options.concurrency if cluster.far() else START)
         self._on_progress = on_progress or (lambda _: None)
         self._done = self._total = 0
 

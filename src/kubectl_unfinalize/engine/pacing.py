@@ -1,7 +1,7 @@
 """How many requests to keep in flight: enough to fill the pipe to a far cluster, no more
 than the API server grants. --concurrency is the cap.
 
-Slow start: the limit doubles each round trip until the server refuses (429) or is
+Slow start: from START (near) or the cap (far), the limit doubles each round trip until the server refuses (429) or is
 overloaded; after that it grows by one per round trip. A "round trip" is `limit`
 completed jobs; a job's latency is its wall time.
 
@@ -44,8 +44,8 @@ from collections.abc import Callable
 
 from ..net.connections import FAR  # when even the quickest job took this long, the server is far (wake_at)
 
-NEAR_REFILL, FAR_REFILL = 4, 16  # the submitter refills a quarter of the limit at a time near, a sixteenth far
-START = 32  # a far cluster fills 64 in one round trip less than from 16; refusals bring it down in one burst
+NEAR_REFILL = 4  # near, the submitter refills a quarter of the limit at a time; far, each free place
+START = 32  # near; far, the cap (loop.Engine): slow start costs a round trip per doubling, refusals one burst
 RISE = 10.0
 OVERLOAD = 1.0
 CUT = 0.5
@@ -76,11 +76,13 @@ class Pacing:
         return max(1, int(self._limit))
 
     def wake_at(self) -> int:
-        """In flight when the workers wake the submitter (workers.Workers): far, with
-        only a sixteenth of the limit free, so in flight stays near the limit."""
+        """In flight when the workers wake the submitter (workers.Workers). Far, the rate
+        is what is in flight per round trip, so each free place is filled at once
+        (measured against a sixteenth free at +50 ms: 3% more throughput for 10-20% more
+        client CPU per object); near, a quarter at a time, for the CPU."""
         limit = self.limit
         far = self._quickest is not None and self._quickest >= FAR  # a near server's queue makes jobs slow, not all
-        return limit - max(1, limit // (FAR_REFILL if far else NEAR_REFILL))
+        return limit - 1 if far else limit - max(1, limit // NEAR_REFILL)
 
     @property
     def ceiling(self) -> int | None:

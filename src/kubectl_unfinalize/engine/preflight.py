@@ -58,7 +58,7 @@ def plan_checks(targets: Targets, options: Options) -> list[Check]:
 def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Mapper) -> None:
     """Raise PermissionDenied naming the user, verb and resource of the first refusal."""
     checks = plan_checks(targets, options)
-    broad: list[Check] = list(dict.fromkeys((verb, resource, ns, None) for verb, resource, ns, _ in checks))
+    broad = _broad(checks)
     denied = set(_denied_broad(cluster, broad, pool))
     narrow = [c for c in checks if c[3] is not None and (c[0], c[1], c[2], None) in denied]
     refused = [c for c in checks if c[3] is None and c in denied] + _denied(cluster, narrow, pool)
@@ -73,26 +73,54 @@ def preflight(cluster: Cluster, targets: Targets, options: Options, pool: Mapper
         raise PermissionDenied(f"forbidden: {who}cannot {verb} {target} {where} (RBAC); nothing was changed")
 
 
-def _denied_broad(cluster: Cluster, checks: list[Check], pool: Mapper) -> list[Check]:
-    """The broad checks refused: a group's many resources first by one review of "*"."""
+AHEAD_AT_MOST = 8  # reviews asked ahead, a thread and a connection each; more wait for the workers
+
+
+def ask_ahead(cluster: Cluster, targets: Targets, options: Options) -> None:
+    """Start the reviews the preflight will ask first, for `targets` as declared (the CRDs
+    named or in manifests, not yet read): they are answered while the CRDs are read. A
+    guess that proves wrong (a name that was not plural.group) costs a review, not a result."""
+    broad = _broad(plan_checks(targets, options))
+    whole = _group_wide(broad)
+    first = list(whole) + [c for c in broad if (c[0], c[1].group, c[2]) not in whole.values()]
+    if len(first) <= AHEAD_AT_MOST:
+        for check in first:
+            cluster.ask_ahead(*check)
+
+
+def _broad(checks: list[Check]) -> list[Check]:
+    return list(dict.fromkeys((verb, resource, ns, None) for verb, resource, ns, _ in checks))
+
+
+def _group_wide(checks: list[Check]) -> dict[Check, tuple[str, str, str | None]]:
+    """One review of resource "*" per (verb, group, namespace) with GROUP_WIDE checks or more."""
     groups: dict[tuple[str, str, str | None], list[Check]] = {}
     for check in checks:
         verb, resource, namespace, _ = check
         groups.setdefault((verb, resource.group, namespace), []).append(check)
-    whole: dict[Check, tuple[str, str, str | None]] = {
+    return {
         (verb, Resource(group, "", "*", "", namespace is not None), namespace, None): key
         for key, members in groups.items()
         if len(members) >= GROUP_WIDE
         for verb, group, namespace in [key]
     }
+
+
+def _denied_broad(cluster: Cluster, checks: list[Check], pool: Mapper) -> list[Check]:
+    """The broad checks refused: a group's many resources first by one review of "*"."""
+    whole = _group_wide(checks)
     allowed = {whole[check] for check in whole} - {whole[check] for check in _denied(cluster, whole, pool)}
     return _denied(cluster, [c for c in checks if (c[0], c[1].group, c[2]) not in allowed], pool)
 
 
 def _denied(cluster: Cluster, checks: Iterable[Check], pool: Mapper) -> list[Check]:
+    """Those asked ahead are read here, not as the workers' jobs: a job that ends at once
+    would tell the pacing the server is near (pacing.wake_at)."""
     checks = list(checks)
     ask: Callable[[Check], bool] = lambda check: cluster.allowed(*check)  # noqa: E731
-    return [check for check, ok in zip(checks, pool.map(ask, checks), strict=True) if not ok]
+    now = [c for c in checks if not cluster.asked_ahead(*c)]
+    answers = dict(zip(now, pool.map(ask, now), strict=True))
+    return [c for c in checks if not (answers[c] if c in answers else ask(c))]
 
 
 class NamespaceAccess:

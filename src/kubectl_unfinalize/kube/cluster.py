@@ -21,6 +21,7 @@ from ..options import DryRun
 from . import changes
 from .paging import Listed, ListRecord, pages
 from .paging import ListQuery as ListQuery  # where the engine imports it from
+from .reviews import Key, Reviews
 from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -78,9 +79,19 @@ class Cluster(Protocol):
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
 
+    def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
+        """Start asking what allowed() will be asked, so that it finds the answer waiting."""
+        ...
+
+    def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
+
     def whoami(self) -> str: ...
 
     def bounded(self, deadline: Deadline) -> Cluster: ...
+
+    def far(self) -> bool:
+        """Whether the quickest exchange so far took FAR seconds or more."""
+        ...
 
     def bulk(self, sink: Sink, cap: int, warm: int = 0) -> Bulk | None:
         """Where the remove-every-finalizer patches of a bulk run can go, or None. On a
@@ -101,14 +112,21 @@ class Cluster(Protocol):
 class HttpCluster:
     """The verbs over HTTP, each request bounded by the run's deadline."""
 
-    def __init__(self, transport: Transport, deadline: Deadline, listed: ListRecord | None = None) -> None:
+    def __init__(
+        self, transport: Transport, deadline: Deadline, listed: ListRecord | None = None, reviews: Reviews | None = None
+    ) -> None:
         self.transport = transport
         self.deadline = deadline
         self.listed = listed or ListRecord()  # what each list saw: the final check's starting point
+        self.reviews = reviews or Reviews()
 
     def bounded(self, deadline: Deadline) -> HttpCluster:
         """The same cluster under another deadline (a short grace for diagnosis)."""
-        return HttpCluster(self.transport, deadline, self.listed)
+        return HttpCluster(self.transport, deadline, self.listed, self.reviews)
+
+    def far(self) -> bool:
+        round_trip = self.transport.connections.round_trip
+        return round_trip is not None and round_trip >= FAR
 
     def bulk(self, sink: Sink, cap: int, warm: int = 0) -> Bulk | None:
         """None with -v=6 and up: every request is then logged by the transport. Far means
@@ -125,8 +143,7 @@ class HttpCluster:
             sink,
             cap,
         )
-        round_trip = transport.connections.round_trip
-        if warm and round_trip is not None and round_trip >= FAR:
+        if warm and self.far():
             bulk.warm(warm)
         return bulk
 
@@ -306,8 +323,25 @@ class HttpCluster:
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         """SelfSubjectAccessReview; True when the review itself cannot be made, since the
         real requests will then report what is refused."""
-        attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
-        if namespace and resource.namespaced:
+        namespace = namespace if resource.namespaced else None
+        key = (verb, resource.group, resource.plural, namespace, name)
+        return self.reviews.answer(key, partial(self._allowed, key))
+
+    def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
+        """On a thread whose connection is lent to the run's next request once answered."""
+        namespace = namespace if resource.namespaced else None
+        key = (verb, resource.group, resource.plural, namespace, name)
+        self.reviews.ahead(key, partial(self._allowed, key), self.transport.connections.lend)
+
+    def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
+        return self.reviews.asked(
+            (verb, resource.group, resource.plural, namespace if resource.namespaced else None, name)
+        )
+
+    def _allowed(self, key: Key) -> bool:
+        verb, group, plural, namespace, name = key
+        attributes = {"verb": verb, "group": group, "resource": plural}
+        if namespace:
             attributes["namespace"] = namespace
         if name:
             attributes["name"] = name

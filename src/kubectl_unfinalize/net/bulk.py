@@ -281,6 +281,7 @@ class Bulk:
 
     def _give_idle(self) -> None:
         done, self._releasing = self._releasing, None
+        self._warm = 0  # those given away are not to be opened again, as the run ends
         if not self._waiting and not self._in_flight:
             for conn in self._idle:
                 self._forget(conn)

@@ -125,6 +125,7 @@ class Connections:
         self._local = threading.local()
         self._all: set[Wire] = set()
         self._spare: list[Wire] = []  # open and idle, owned by no thread (given back by the bulk sender)
+        self._lent: list[Wire] = []  # open and idle, for the next thread's request (lend())
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._watch: threading.Thread | None = None
@@ -153,6 +154,22 @@ class Connections:
         with self._lock:
             return self._spare.pop() if self._spare else None
 
+    def lend(self) -> None:
+        """The calling thread is done with its connection for now: the next request of
+        another thread takes it (and this thread's next one takes another, or opens one).
+        The bulk sender never takes these: on a far server it opens its own at the start,
+        and a lent one is then what spares the first list or review a round trip."""
+        wire: Wire | None = getattr(self._local, "wire", None)
+        if wire is None:
+            return
+        self._local.wire = None
+        with self._lock:
+            if not self._closed.is_set() and wire.due is None:
+                self._lent.append(wire)
+                return
+            self._all.discard(wire)
+        wire.close()
+
     def send(
         self,
         method: str,
@@ -170,7 +187,9 @@ class Connections:
         wire: Wire | None = getattr(self._local, "wire", None)
         fresh = False
         if wire is None:
-            wire = self._take_spare()
+            with self._lock:
+                wire = self._lent.pop() if self._lent else None  # already among _all
+            wire = wire or self._take_spare()
             if wire is None:
                 fresh = True
                 wire = self.endpoint.open(timeout, self._session)  # connect and handshake under `timeout`
@@ -214,6 +233,7 @@ class Connections:
         with self._lock:
             wires, self._all = self._all, set()
             spare, self._spare = self._spare, []
+            self._lent = []  # among `wires`
         for wire in wires:
             if wire.due is not None:
                 _shut(wire)

@@ -53,6 +53,28 @@ def resolve(cluster: Cluster, selection: Selection, documents: list[Document], n
     return targets
 
 
+def declared_crds(selection: Selection, documents: list[Document]) -> list[CRD]:
+    """The CRDs a run names before any is read, as their names and manifests declare them:
+    a full name is plural.group (a guess: it may be kind.group, or nothing), a manifest
+    carries group, plural and scope. For asking ahead only; resolve() says what exists."""
+    crds: list[CRD] = []
+    for name in dict.fromkeys(n.lower() for n in selection.crds if "." in n):
+        plural, _, group = name.partition(".")
+        crds.append(CRD(name, Resource(group, "", plural, "", True)))
+    for doc in documents:
+        spec = doc.body.get("spec")
+        if _is_crd(doc) and isinstance(spec, dict) and isinstance(spec.get("names"), dict):
+            resource = Resource(
+                str(spec.get("group", "")),
+                "",
+                str(spec["names"].get("plural", "")),
+                "",
+                spec.get("scope", "Namespaced") == "Namespaced",
+            )
+            crds.append(CRD(str(doc.body["metadata"]["name"]), resource))
+    return crds
+
+
 def in_categories(crd: CRD, categories: Iterable[str]) -> bool:
     """kubectl get CATEGORY: every type that lists the category, whatever else it lists."""
     return any(c in crd.categories for c in categories)

@@ -1,0 +1,64 @@
+"""A thread done with its connection lends it: the next request of another thread takes
+it instead of opening (on a far server, a handshake's round trip) its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from loopback import OK, LoopbackServer
+
+from kubectl_unfinalize.net.connections import Connections, Endpoint
+
+
+def _on_thread(connections: Connections, lend: bool = False) -> int:
+    statuses: list[int] = []
+
+    def send() -> None:
+        statuses.append(connections.send("GET", "/x", None, b"", 2.0).status)
+        if lend:
+            connections.lend()
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    thread.join()
+    return statuses[0]
+
+
+def test_a_lent_connection_serves_the_next_thread_and_then_stays_with_it():
+    with LoopbackServer(lambda method, path: OK) as server:
+        connections = Connections(Endpoint(server.url))
+        assert connections.send("GET", "/resolve", None, b"", 2.0).status == 200
+        connections.lend()
+        assert _on_thread(connections) == 200
+        assert server.connections == 1  # the other thread took the lent one
+        assert connections.send("GET", "/again", None, b"", 2.0).status == 200
+        assert server.connections == 2  # the lender opens anew: it lent its own away
+        connections.close()
+
+
+def test_connections_lent_by_short_lived_threads_are_reused_not_left_open_idle():
+    with LoopbackServer(lambda method, path: OK) as server:
+        connections = Connections(Endpoint(server.url))
+        for _ in range(3):
+            assert _on_thread(connections, lend=True) == 200
+        assert server.connections == 1
+        connections.close()
+
+
+def test_the_bulk_sender_does_not_take_a_lent_connection():
+    """A far run opens the bulk sender's own at its start; a lent one is for the threads'
+    first list or review."""
+    with LoopbackServer(lambda method, path: OK) as server:
+        connections = Connections(Endpoint(server.url))
+        assert connections.send("GET", "/resolve", None, b"", 2.0).status == 200
+        connections.lend()
+        wire = connections.open_wire(2.0)
+        deadline = time.monotonic() + 5
+        while server.connections < 2 and time.monotonic() < deadline:  # accepted on the server's thread
+            time.sleep(0.01)
+        assert server.connections == 2
+        wire.close()
+        assert _on_thread(connections) == 200
+        assert server.connections == 2
+        connections.close()
