@@ -62,3 +62,34 @@ def test_the_bulk_sender_does_not_take_a_lent_connection():
         assert _on_thread(connections) == 200
         assert server.connections == 2
         connections.close()
+
+
+def test_nothing_is_opened_after_close():
+    """A review asked ahead may still be retrying when the run ends (an unknown CRD, an
+    unreachable server): it must not open a connection nobody will close."""
+    import pytest
+
+    from kubectl_unfinalize.net.connections import NotSent
+
+    with LoopbackServer(lambda method, path: OK) as server:
+        connections = Connections(Endpoint(server.url))
+        connections.close()
+        with pytest.raises(NotSent):
+            _on_thread_raising(connections)
+        assert server.connections == 0
+
+
+def _on_thread_raising(connections: Connections) -> None:
+    errors: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            connections.send("GET", "/x", None, b"", 2.0)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]

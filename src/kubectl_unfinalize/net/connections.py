@@ -191,6 +191,8 @@ class Connections:
                 wire = self._lent.pop() if self._lent else None  # already among _all
             wire = wire or self._take_spare()
             if wire is None:
+                if self._closed.is_set():  # a review asked ahead, still retrying as the run ends
+                    raise NotSent("the run's connections are closed")
                 fresh = True
                 wire = self.endpoint.open(timeout, self._session)  # connect and handshake under `timeout`
             wire.sock.settimeout(None)
