@@ -194,3 +194,27 @@ def test_the_submitter_is_woken_by_one_free_place_far_away_and_a_quarter_of_the_
             gate.set()
         pool.drain(5)
         pool.close()
+
+
+def test_a_patch_refused_429_goes_again_before_its_retry_after_once_nothing_else_is_in_flight():
+    """At a run's end on a 3-seat level, the last refused patch waited out its second
+    of Retry-After with nothing else in flight: the run ended a second late."""
+    pool = workers(size=4, limit=4)
+    gate, ran = threading.Event(), threading.Event()
+    try:
+        pool.submit(lambda: gate.wait(10))  # one of the run's requests, still in flight
+        with pool._changed:
+            pool._inflight += 1  # the refused patch's place, as the bulk sender hands it back
+        started = time.monotonic()
+        pool.requeue(lambda: ran.set(), wait=5.0)
+        assert not ran.wait(0.3), "it went while another request was in flight"
+        gate.set()
+        assert not ran.wait(0.3), "it went before the pass's end: more may still be submitted"
+        draining = threading.Thread(target=pool.drain, args=(5,))
+        draining.start()
+        assert ran.wait(2), "the pass is ending, nothing else in flight, and it still waited its Retry-After"
+        assert time.monotonic() - started < 2.5
+        draining.join()
+    finally:
+        gate.set()
+        pool.close()
