@@ -12,17 +12,23 @@ from kubectl_unfinalize.net.connections import Connections, Endpoint
 
 
 def _on_thread(connections: Connections, lend: bool = False) -> int:
-    statuses: list[int] = []
+    """A request's status, sent from a thread of its own; its exception raised here."""
+    answers: list[int | BaseException] = []
 
     def send() -> None:
-        statuses.append(connections.send("GET", "/x", None, b"", 2.0).status)
+        try:
+            answers.append(connections.send("GET", "/x", None, b"", 2.0).status)
+        except BaseException as exc:  # noqa: BLE001 - raised again on the test's thread
+            answers.append(exc)
         if lend:
             connections.lend()
 
     thread = threading.Thread(target=send)
     thread.start()
     thread.join()
-    return statuses[0]
+    if isinstance(answers[0], BaseException):
+        raise answers[0]
+    return answers[0]
 
 
 def test_a_lent_connection_serves_the_next_thread_and_then_stays_with_it():
@@ -75,21 +81,5 @@ def test_nothing_is_opened_after_close():
         connections = Connections(Endpoint(server.url))
         connections.close()
         with pytest.raises(NotSent):
-            _on_thread_raising(connections)
+            _on_thread(connections)
         assert server.connections == 0
-
-
-def _on_thread_raising(connections: Connections) -> None:
-    errors: list[BaseException] = []
-
-    def send() -> None:
-        try:
-            connections.send("GET", "/x", None, b"", 2.0)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the test's thread
-            errors.append(exc)
-
-    thread = threading.Thread(target=send)
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
