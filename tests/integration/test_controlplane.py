@@ -152,7 +152,9 @@ def test_compaction_expires_a_continue_token(control_plane, namespace):
     revision = cp.etcd_revision()
     assert revision > int(first["metadata"]["resourceVersion"])
     answer = cp.etcd("kv/compaction", {"revision": str(revision), "physical": True})
-    assert int(answer["header"]["revision"]) == revision
+    # the answer's header carries the store's revision now, which the controllers may
+    # have moved past the one compacted (a clean-clone CI run saw 3376 for 3374)
+    assert int(answer["header"]["revision"]) >= revision
 
     status, body = cp.get(f"{base}&continue={urllib.parse.quote(token)}")
     assert status == 410, body
