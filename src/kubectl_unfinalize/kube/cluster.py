@@ -323,20 +323,16 @@ class HttpCluster:
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         """SelfSubjectAccessReview; True when the review itself cannot be made, since the
         real requests will then report what is refused."""
-        namespace = namespace if resource.namespaced else None
-        key = (verb, resource.group, resource.plural, namespace, name)
+        key = _review_key(verb, resource, namespace, name)
         return self.reviews.answer(key, partial(self._allowed, key))
 
     def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
         """On a thread whose connection is lent to the run's next request once answered."""
-        namespace = namespace if resource.namespaced else None
-        key = (verb, resource.group, resource.plural, namespace, name)
+        key = _review_key(verb, resource, namespace, name)
         self.reviews.ahead(key, partial(self._allowed, key), self.transport.connections.lend)
 
     def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
-        return self.reviews.asked(
-            (verb, resource.group, resource.plural, namespace if resource.namespaced else None, name)
-        )
+        return self.reviews.asked(_review_key(verb, resource, namespace, name))
 
     def _allowed(self, key: Key) -> bool:
         verb, group, plural, namespace, name = key
@@ -388,3 +384,8 @@ def crd_ref(name: str) -> ObjectRef:
 
 def namespace_ref(name: str) -> ObjectRef:
     return ObjectRef(NAMESPACE_RESOURCE, name)
+
+
+def _review_key(verb: str, resource: Resource, namespace: str | None, name: str | None) -> Key:
+    """What a review sends: a cluster-scoped resource's namespace is not part of it."""
+    return (verb, resource.group, resource.plural, namespace if resource.namespaced else None, name)
