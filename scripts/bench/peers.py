@@ -105,6 +105,12 @@ class Peers:
         argv += ["--resource", crd.plural, "--concurrency", str(CEILING_CONCURRENCY), "--chunk-size", "500"]
         return check(measure(argv, env), f"ceiling on {crd.name}")
 
+    def ceiling_teardown(self, group: str, plurals: list[str], kubeconfig: str) -> list[str]:
+        """The ceiling freeing every object of these resources of `group` and deleting their CRDs."""
+        argv = [self.ceiling, "--kubeconfig", kubeconfig, "--group", group, "--resource", ",".join(plurals)]
+        argv += ["--concurrency", str(CEILING_CONCURRENCY), "--delete-crd", ",".join(f"{p}.{group}" for p in plurals)]
+        return argv
+
     # what ran -----------------------------------------------------------------
     def versions(self, kube: Kube, env: dict[str, str]) -> dict[str, str]:
         tool = measure(self.tool_version(), env)
