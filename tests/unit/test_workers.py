@@ -218,3 +218,27 @@ def test_a_patch_refused_429_goes_again_before_its_retry_after_once_nothing_else
     finally:
         gate.set()
         pool.close()
+
+
+def test_a_jobs_latency_leaves_out_the_time_it_was_parked():
+    """The pacing reads a job's latency as the server's answer time: a second spent waiting
+    out a Retry-After counted in read as an overloaded server and halved the limit."""
+    latencies = []
+    pool = Workers(2, lambda: 2, lambda latency, counted: latencies.append(latency))
+
+    def refused_once():
+        with pool.parked():  # as the transport waits out a 429's Retry-After
+            time.sleep(0.3)
+        time.sleep(0.01)  # the request sent again
+
+    try:
+        pool.submit(refused_once)
+        with pool._changed:
+            pool._inflight += 1  # the refused patch's place, as the bulk sender hands it back
+        pool.requeue(lambda: time.sleep(0.01), wait=0.3)  # a patch the bulk sender had answered 429
+        time.sleep(0.5)  # both waited out their Retry-After before the pass's end (drain)
+        pool.drain(timeout=5)
+        assert len(latencies) == 2
+        assert all(0.005 < latency < 0.2 for latency in latencies), latencies
+    finally:
+        pool.close()
