@@ -31,15 +31,26 @@ def _on_thread(connections: Connections, lend: bool = False) -> int:
     return answers[0]
 
 
-def test_a_lent_connection_serves_the_next_thread_and_then_stays_with_it():
+def test_a_lent_connection_serves_the_next_thread_and_stays_with_it_while_it_lives():
     with LoopbackServer(lambda method, path: OK) as server:
         connections = Connections(Endpoint(server.url))
         assert connections.send("GET", "/resolve", None, b"", 2.0).status == 200
         connections.lend()
-        assert _on_thread(connections) == 200
+        took, go_on = threading.Event(), threading.Event()
+
+        def borrower() -> None:
+            connections.send("GET", "/x", None, b"", 2.0)
+            took.set()
+            go_on.wait(5)
+
+        thread = threading.Thread(target=borrower)
+        thread.start()
+        assert took.wait(5)
         assert server.connections == 1  # the other thread took the lent one
         assert connections.send("GET", "/again", None, b"", 2.0).status == 200
         assert server.connections == 2  # the lender opens anew: it lent its own away
+        go_on.set()
+        thread.join()
         connections.close()
 
 
@@ -83,3 +94,16 @@ def test_nothing_is_opened_after_close():
         with pytest.raises(NotSent):
             _on_thread(connections)
         assert server.connections == 0
+
+
+def test_the_connection_of_a_thread_that_ended_serves_the_next_thread_that_has_none():
+    """A list's read-ahead thread ends with its connection open; the main thread's wait
+    for the deleted CRDs then took it instead of opening one after the last write."""
+    with LoopbackServer(lambda method, path: OK) as server:
+        connections = Connections(Endpoint(server.url))
+        assert _on_thread(connections) == 200  # the thread ends without lending
+        assert connections.send("GET", "/wait", None, b"", 2.0).status == 200
+        assert server.connections == 1
+        assert _on_thread(connections) == 200  # the main thread's own stays with it
+        assert server.connections == 2
+        connections.close()

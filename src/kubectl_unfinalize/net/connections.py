@@ -126,6 +126,7 @@ class Connections:
         self._all: set[Wire] = set()
         self._spare: list[Wire] = []  # open and idle, owned by no thread (given back by the bulk sender)
         self._lent: list[Wire] = []  # open and idle, for the next thread's request (lend())
+        self._owners: dict[Wire, threading.Thread] = {}  # each thread's own, to take over once it ended
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._watch: threading.Thread | None = None
@@ -164,11 +165,23 @@ class Connections:
             return
         self._local.wire = None
         with self._lock:
+            self._owners.pop(wire, None)
             if not self._closed.is_set() and wire.due is None:
                 self._lent.append(wire)
                 return
             self._all.discard(wire)
         wire.close()
+
+    def _orphan(self) -> Wire | None:
+        """The connection of a thread that has ended (a list's read-ahead, the preflight's
+        thread), for the next thread that has none: a --delete run's wait for its CRDs,
+        on the main thread, opened a new one after the last write (a handshake; two
+        round trips far away) while those sat idle. Under the lock."""
+        for wire, thread in self._owners.items():
+            if not thread.is_alive():
+                del self._owners[wire]
+                return wire
+        return None
 
     def send(
         self,
@@ -188,7 +201,7 @@ class Connections:
         fresh = False
         if wire is None:
             with self._lock:
-                wire = self._lent.pop() if self._lent else None  # already among _all
+                wire = self._lent.pop() if self._lent else self._orphan()  # already among _all
             wire = wire or self._take_spare()
             if wire is None:
                 if self._closed.is_set():  # a review asked ahead, still retrying as the run ends
@@ -198,6 +211,7 @@ class Connections:
             wire.sock.settimeout(None)
             with self._lock:
                 self._all.add(wire)
+                self._owners[wire] = threading.current_thread()
                 if self._watch is None:
                     self._watch = threading.Thread(target=self._expire, name="unfinalize-watch", daemon=True)
                     self._watch.start()
@@ -227,6 +241,7 @@ class Connections:
         self._local.wire = None
         with self._lock:
             self._all.discard(wire)
+            self._owners.pop(wire, None)
 
     def close(self) -> None:
         """Close every connection; an exchange still under way (the run was interrupted)
@@ -235,7 +250,7 @@ class Connections:
         with self._lock:
             wires, self._all = self._all, set()
             spare, self._spare = self._spare, []
-            self._lent = []  # among `wires`
+            self._lent, self._owners = [], {}  # among `wires`
         for wire in wires:
             if wire.due is not None:
                 _shut(wire)
