@@ -186,17 +186,26 @@ def test_released_connections_serve_other_threads_and_come_back():
         assert 1 <= opened <= 2
         bulk.release()
         statuses: list[int] = []
-        for _ in range(opened):
-            thread = threading.Thread(
-                target=lambda: statuses.append(connections.send("PATCH", "/x", b"{}", b"", 2.0).status)
-            )
+        done = threading.Event()  # the threads live on, as the workers' do
+
+        def list_page() -> None:
+            statuses.append(connections.send("PATCH", "/x", b"{}", b"", 2.0).status)
+            done.wait(5)
+
+        threads = [threading.Thread(target=list_page) for _ in range(opened)]
+        for thread in threads:
             thread.start()
-            thread.join()
+            deadline = time.monotonic() + 5
+            while len(statuses) < threads.index(thread) + 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
         assert statuses == [200] * opened
         assert server.connections == opened  # nothing new was opened for the other threads
         bulk.put(patch("/o/last"))
         assert sink.wait(1, timeout=5)
         bulk.close()
+        done.set()
+        for thread in threads:
+            thread.join()
         connections.close()
     assert sink.requeued == [] and sink.failures == []
     assert server.connections == opened + 1  # the threads keep theirs: the bulk sender opens anew
