@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -230,6 +229,8 @@ class Transport:
 
 
 def _backoff(attempt: int) -> float:
+    import random  # here: a run that retries nothing does not pay its import (hashlib, bisect) at start-up
+
     base: float = min(0.1 * 2 ** (attempt - 1), MAX_BACKOFF)
     return base * (0.5 + random.random() / 2)
 
