@@ -12,7 +12,8 @@
 3. far cluster: the same through a loopback proxy adding 50 ms, then 150 ms, each way.
 4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
 5. many CRDs (many_crds.py): 300 empty CRDs, the tool's crd --group G --delete against
-   kubectl delete crd -l; 200 CRDs x 3 finalized objects against one CRD with the 600.
+   kubectl delete crd -l; 200 CRDs x 3 finalized objects against one CRD with the 600, and
+   the ceiling program doing both shapes (its own ratio is the server's floor).
 6. scan: ``kubectl unfinalize scan`` over 20,000 terminating objects in 50 CRDs against
    bench/lister (client-go listing every type metadata-only): time, peak RSS, ratio.
 7. throttled: a priority level of 3 seats that answers 429 to what does not fit: the tool
