@@ -53,3 +53,26 @@ def test_files_named_in_the_kubeconfig_are_used_as_they_are(tmp_path):
         assert got_cert == str(cert) and got_key is not None and got_key != str(key)
         with open(got_key, "rb") as k:
             assert k.read() == KEY
+
+
+def test_certificate_data_that_is_not_a_certificate_is_one_line_naming_the_kubeconfig(tmp_path, monkeypatch):
+    """Not the memory file's /proc path, which would mean nothing to the user."""
+    import base64
+
+    import yaml
+
+    from kubectl_unfinalize.errors import ConfigError
+    from kubectl_unfinalize.kube.config import connect
+    from kubectl_unfinalize.options import ConnectionOptions
+
+    garbage = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
+    path = tmp_path / "kc"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://a.example:6443"}}],
+        "users": [{"name": "u", "user": {"client-certificate-data": garbage, "client-key-data": garbage}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    with pytest.raises(ConfigError, match=r"^invalid client certificate or key \(kubeconfig data\): "):
+        connect(ConnectionOptions())
