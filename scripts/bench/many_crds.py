@@ -155,8 +155,7 @@ def run(
             else:
                 spec = create_one(kube, total, namespaces)
             if key.startswith("ceiling"):
-                plurals = [spec.plural(k) for k in range(spec.count)]
-                argv = peers.ceiling_teardown(spec.group, plurals, env["KUBECONFIG"])
+                argv = peers.ceiling_teardown(spec.group, spec.names(), env["KUBECONFIG"])
             elif spec.count > 1:
                 argv = [kubectl, "unfinalize", "crd", "--group", spec.group, "--delete", "-q"]
             else:
@@ -223,17 +222,14 @@ def report(out: Report, measured: tuple[Samples, dict[str, list[float]]], repeat
         "ceiling: bench/ceiling with every resource listed at once (16 lists in flight), 64 patches,"
         " the CRDs deleted 16 at a time, one list of CRDs per 50 ms poll.",
     ]
-    for peer, many_key, one_key in (
-        ("tool", "finalized.many", "finalized.one"),
-        ("ceiling", "ceiling.many", "ceiling.one"),
-    ):
+    for peer, key in (("tool", "finalized"), ("ceiling", "ceiling")):
+        many_key, one_key = f"{key}.many", f"{key}.one"
         if not (server_cpu[many_key] and server_cpu[one_key]):
             continue
         many_cpu, one_cpu = med(server_cpu[many_key]), med(server_cpu[one_key])
-        prefix = "many_crds.finalized" if peer == "tool" else "many_crds.ceiling"
-        out.figure(f"{prefix}.server_cpu.many", many_cpu)
-        out.figure(f"{prefix}.server_cpu.one", one_cpu)
-        out.figure(f"{prefix}.server_cpu.ratio", many_cpu / one_cpu)
+        out.figure(f"many_crds.{key}.server_cpu.many", many_cpu)
+        out.figure(f"many_crds.{key}.server_cpu.one", one_cpu)
+        out.figure(f"many_crds.{key}.server_cpu.ratio", many_cpu / one_cpu)
         rows.append(
             [
                 f"  control plane CPU s, {peer}",

@@ -105,11 +105,11 @@ class Peers:
         argv += ["--resource", crd.plural, "--concurrency", str(CEILING_CONCURRENCY), "--chunk-size", "500"]
         return check(measure(argv, env), f"ceiling on {crd.name}")
 
-    def ceiling_teardown(self, group: str, plurals: list[str], kubeconfig: str) -> list[str]:
-        """The ceiling freeing every object of these resources of `group` and deleting their CRDs."""
-        argv = [self.ceiling, "--kubeconfig", kubeconfig, "--group", group, "--resource", ",".join(plurals)]
-        argv += ["--concurrency", str(CEILING_CONCURRENCY), "--delete-crd", ",".join(f"{p}.{group}" for p in plurals)]
-        return argv
+    def ceiling_teardown(self, group: str, crds: list[str], kubeconfig: str) -> list[str]:
+        """The ceiling freeing every object of these CRDs (plural.group) of `group` and deleting them."""
+        plurals = ",".join(name.split(".", 1)[0] for name in crds)
+        argv = [self.ceiling, "--kubeconfig", kubeconfig, "--group", group, "--resource", plurals]
+        return argv + ["--concurrency", str(CEILING_CONCURRENCY), "--delete-crd", ",".join(crds)]
 
     # what ran -----------------------------------------------------------------
     def versions(self, kube: Kube, env: dict[str, str]) -> dict[str, str]:
