@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     )
     from .model import Action, Outcome, Report, Targets
     from .options import ConnectionOptions, DryRun, Options, Selection
-    from .scan_model import ScanReport
+    from .scanning.model import ScanReport
 
 __all__ = [
     "Action",
@@ -52,7 +52,7 @@ _HOMES = {
     "unfinalize": "api",
     "run": "api",
     "scan": "api",
-    "ScanReport": "scan_model",
+    "ScanReport": "scanning.model",
     "ConnectionOptions": "options",
     "DryRun": "options",
     "Options": "options",

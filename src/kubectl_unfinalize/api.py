@@ -25,7 +25,7 @@ from .resolve.manifests import read_manifests
 from .resolve.targets import declared_crds, resolve
 
 if TYPE_CHECKING:
-    from .scan_model import ScanReport  # imported by scan() alone: a teardown never needs it
+    from .scanning.model import ScanReport  # imported by scan() alone: a teardown never needs it
 
 Confirm = Callable[[Targets], bool]
 SCAN_TIMEOUT = 300.0
@@ -175,17 +175,17 @@ def scan(
         scan(kubeconfig=path).raise_if_stuck()
 
     `older_than` (seconds) leaves out what has waited less; `grace` (seconds, default
-    engine.evidence.GRACE) is how long after its deletion an object with no evidence
+    scanning.evidence.GRACE) is how long after its deletion an object with no evidence
     either way is `pending` rather than stuck (0 in a final check that runs after every
     controller was stopped on purpose). `include_live` also reports objects that have
     finalizers and are not being deleted (never stuck). `timeout` (default 300 s) bounds
     the whole scan. Raises ConfigError/ClusterError when the cluster cannot be read at
     all; a type that cannot be listed is a line in `not_scanned`.
     """
-    from .engine.evidence import GRACE
-    from .engine.scan import ScanOptions
-    from .engine.scan import scan as run_scan
     from .kube.metadata import MetadataCluster
+    from .scanning.evidence import GRACE
+    from .scanning.options import ScanOptions
+    from .scanning.survey import scan as run_scan
 
     if connection is not None and (kubeconfig or context):
         raise InputError("pass kubeconfig and context inside connection=, or connection= alone")

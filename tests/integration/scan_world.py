@@ -18,7 +18,7 @@ from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 OPERATOR = Path(__file__).parent / "operator" / "scan_operator.py"
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
-GRACE = 30  # engine.evidence.GRACE: until then a deletion without evidence is "pending"
+GRACE = 30  # scan.evidence.GRACE: until then a deletion without evidence is "pending"
 STALLS = 200
 
 

@@ -10,6 +10,7 @@ from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine import namespace_reads as namespaces
 from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.engine.preflight import NamespaceAccess
+from kubectl_unfinalize.kube.status import true_conditions
 from kubectl_unfinalize.model import NAMESPACE_RESOURCE, Action, Resource, Targets
 from kubectl_unfinalize.options import Options
 
@@ -134,7 +135,7 @@ def test_namespace_conditions_only_true_ones():
             ]
         }
     }
-    assert namespaces.true_conditions(ns) == ["NamespaceDeletionDiscoveryFailure: metrics down"]
+    assert true_conditions(ns) == ["NamespaceDeletionDiscoveryFailure: metrics down"]
 
 
 def test_a_missing_namespace_is_skipped_by_the_engine_too():

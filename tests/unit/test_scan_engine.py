@@ -10,10 +10,11 @@ import jsonschema
 import pytest
 
 from kubectl_unfinalize.cli.scan_output import render
-from kubectl_unfinalize.engine.scan import ScanOptions, scan
-from kubectl_unfinalize.engine.scan_tally import rfc3339
 from kubectl_unfinalize.errors import Forbidden
-from kubectl_unfinalize.scan_model import State
+from kubectl_unfinalize.scanning.model import State
+from kubectl_unfinalize.scanning.options import ScanOptions
+from kubectl_unfinalize.scanning.survey import scan
+from kubectl_unfinalize.scanning.tally import rfc3339
 
 NOW = 1_800_000_000.0
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "scan.schema.json").read_text())

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from kubectl_unfinalize.engine import evidence, scan_commands
-from kubectl_unfinalize.engine.scan_tally import NAMES, Tally, rfc3339, timestamp
-from kubectl_unfinalize.scan_model import State
+from kubectl_unfinalize.scanning import commands as scan_commands
+from kubectl_unfinalize.scanning import evidence
+from kubectl_unfinalize.scanning.model import State
+from kubectl_unfinalize.scanning.tally import NAMES, Tally, rfc3339, timestamp
 
 NOW = 1_800_000_000.0
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
@@ -160,8 +161,8 @@ def test_commands():
 
 
 def test_a_terminating_namespace_is_pending_then_stuck_with_its_reasons_or_working_with_its_contents():
-    from kubectl_unfinalize.engine import scan_namespaces
-    from kubectl_unfinalize.scan_model import Group
+    from kubectl_unfinalize.scanning import namespaces as scan_namespaces
+    from kubectl_unfinalize.scanning.model import Group
 
     obj = {
         "metadata": {"name": "n"},
@@ -183,6 +184,7 @@ def test_a_terminating_namespace_is_pending_then_stuck_with_its_reasons_or_worki
 def test_the_python_api_refuses_bad_values_before_connecting():
     import pytest
 
+    import kubectl_unfinalize.scanning.survey  # noqa: F401  a package named `scan` would shadow the function
     from kubectl_unfinalize import InputError, scan
 
     for kwargs in ({"older_than": -1}, {"grace": -1}, {"concurrency": 0}, {"kubeconfig": "x", "connection": object()}):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from ..scan_model import Group, ScanReport
+from ..scanning.model import Group, ScanReport
 from .durations import format_seconds
 
 SHOWN_NAMESPACES = 3

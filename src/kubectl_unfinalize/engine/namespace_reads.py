@@ -9,22 +9,15 @@ controller: nothing here ever proposes touching them or the `finalize` subresour
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import UnfinalizeError
 from ..kube.cluster import Cluster, ListQuery, namespace_ref
 from ..kube.discovery import Discovery as ServedTypes
+from ..kube.status import ApiServiceState, true_conditions
 from ..model import APISERVICE_RESOURCE, Action, ObjectRef, Resource
 from .outcomes import OutcomeBook
 
 NAMESPACE_FINALIZER = "kubernetes"  # spec.finalizers: the namespace controller's, never ours
-CONDITIONS = (
-    "NamespaceDeletionDiscoveryFailure",
-    "NamespaceDeletionGroupVersionParsingFailure",
-    "NamespaceDeletionContentFailure",
-    "NamespaceContentRemaining",
-    "NamespaceFinalizersRemaining",
-)
 NEEDED_VERBS = ("list", "patch")
 
 
@@ -41,20 +34,8 @@ class Discovery:
 def discover(cluster: Cluster) -> Discovery:
     """Aggregated discovery: the core group and every other group in two requests."""
     served = ServedTypes.from_groups(cluster.api_discovery())
-    resources = [
-        t.resource for t in served.preferred() if t.resource.namespaced and all(v in t.verbs for v in NEEDED_VERBS)
-    ]
+    resources = [t.resource for t in served.preferred(*NEEDED_VERBS) if t.resource.namespaced]
     return Discovery(resources, list(served.unavailable))
-
-
-def true_conditions(namespace: dict[str, Any]) -> list[str]:
-    """The namespace controller's conditions that are True: what it could not do."""
-    conditions = (namespace.get("status") or {}).get("conditions") or []
-    return [
-        f"{c.get('type')}: {c.get('message') or c.get('reason') or 'True'}"
-        for c in conditions
-        if c.get("type") in CONDITIONS and c.get("status") == "True"
-    ]
 
 
 def unavailable_apiservices(cluster: Cluster) -> list[tuple[ObjectRef, str]]:
@@ -67,20 +48,10 @@ def unavailable_apiservices(cluster: Cluster) -> list[tuple[ObjectRef, str]]:
         return found
     for page in pages:
         for obj in page:
-            available = next(
-                (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Available"), None
-            )
-            if available is not None and available.get("status") == "True":
-                continue
-            service = (obj.get("spec") or {}).get("service") or {}
-            where = f"service {service.get('namespace')}/{service.get('name')}" if service else "no service"
-            condition = "Available unknown"
-            if available is not None:
-                condition = f"Available={available.get('status')} ({available.get('reason', '')})"
-                if available.get("message"):
-                    condition += f": {available['message']}"
-            name = str((obj.get("metadata") or {}).get("name") or "")
-            found.append((ObjectRef(APISERVICE_RESOURCE, name), f"{where}; {condition}"))
+            state = ApiServiceState.read(obj)
+            if not state.available:
+                where = state.service or "no service"
+                found.append((ObjectRef(APISERVICE_RESOURCE, state.name), f"{where}; {state.condition}"))
     return found
 
 

@@ -1,6 +1,6 @@
 """Aggregated discovery (apidiscovery.k8s.io/v2) read into typed entries, once, for every
 layer that asks which types the server serves: the TYPE words (resolve/types), a
-namespace's contents (engine/namespace_reads) and the scan (engine/scan). Versions come
+namespace's contents (engine/namespace_reads) and the scan (scan/survey). Versions come
 in the order the server lists them, the group's preferred one first."""
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ class Discovery:
             found.setdefault((f"{r.group}/{r.version}" if r.group else r.version, r.kind), r)
         return found
 
-    def preferred(self) -> list[ServedType]:
+    def preferred(self, *verbs: str) -> list[ServedType]:
         """Each type once, at the first version its group lists (the preferred one) that
-        is available now: what can be listed."""
+        is available now and serves every one of `verbs`: what can be listed (and patched)."""
         seen: set[tuple[str, str]] = set()
         found: list[ServedType] = []
         for t in self.types:
             key = (t.resource.group, t.resource.plural)
-            if not t.stale and key not in seen:
+            if not t.stale and key not in seen and all(v in t.verbs for v in verbs):
                 seen.add(key)
                 found.append(t)
         return found

@@ -5,22 +5,10 @@ freeing engine never decides on them."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from ..model import Resource
 from .cluster import METADATA_LIST, HttpCluster, ListQuery
-
-
-class ScanCluster(Protocol):
-    """What `scan` asks of a cluster; unit tests fake these verbs."""
-
-    def api_discovery(self) -> list[dict[str, Any]]: ...
-
-    def list_metadata(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
-
-    def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
-
-    def get(self, ref: Any) -> dict[str, Any] | None: ...
 
 
 class MetadataCluster(HttpCluster):

@@ -1,4 +1,4 @@
-"""What `scan` found: plain data the engine returns and the command line renders.
+"""What `scan` found: plain data the scan returns and the command line renders.
 
 The field names of `to_dict` are the stable `-o json|yaml` document, described by
 docs/scan.schema.json; a field is added there before it is added here.
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .errors import IncompleteError
+from ..errors import IncompleteError
 
 SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
 

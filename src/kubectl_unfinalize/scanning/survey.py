@@ -3,7 +3,7 @@ type the server serves, grouped by finalizer and type, judged from the evidence 
 cluster holds. Reads only, and returns a ScanReport; never prints.
 
 Each type is listed metadata-only and paginated, a bounded number at once; a page is
-reduced to scan_tally's per-group totals before the next is read, so memory follows the
+reduced to tally.py's per-group totals before the next is read, so memory follows the
 number of groups, not of objects. What cannot be read (a group version discovery marks
 unavailable, a 403 on a type) is one line in the report and the rest is still scanned.
 """
@@ -20,26 +20,19 @@ from .. import finalizers
 from ..errors import Forbidden, UnfinalizeError
 from ..kube.cluster import ListQuery, crd_ref
 from ..kube.discovery import Discovery
-from ..kube.metadata import ScanCluster
+from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource
-from ..scan_model import Group, Manager, ScanReport, State, TerminatingCrd
-from . import evidence, scan_commands
-from .scan_namespaces import terminating_namespaces
-from .scan_tally import Tally, rfc3339, timestamp
+from . import evidence
+from .commands import crd_commands, group_commands
+from .model import Group, Manager, ScanReport, State, TerminatingCrd
+from .namespaces import terminating_namespaces
+from .options import ScanOptions
+from .port import ScanCluster
+from .tally import Tally, rfc3339, timestamp
 
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 KOPF_PEERINGS = ("clusterkopfpeerings", "kopfpeerings")
 KOPF_GROUPS = ("kopf.dev", "zalando.org")
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    namespace: str | None = None  # None: every namespace (and the cluster-scoped types)
-    include_live: bool = False  # --all: also objects with finalizers that are not being deleted
-    older_than: float = 0.0  # seconds since the deletionTimestamp
-    concurrency: int = 16  # lists in flight
-    chunk_size: int = 500
-    grace: float = evidence.GRACE
 
 
 @dataclass
@@ -58,7 +51,7 @@ def discover(cluster: ScanCluster) -> tuple[list[Resource], list[str]]:
     """Every listable type (namespaced and cluster-scoped) at its group's preferred
     version that serves it, and the group versions discovery marks unavailable."""
     served = Discovery.from_groups(cluster.api_discovery())
-    return [t.resource for t in served.preferred() if "list" in t.verbs], list(served.unavailable)
+    return [t.resource for t in served.preferred("list")], list(served.unavailable)
 
 
 def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> Listed:
@@ -126,7 +119,8 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
         (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), Listed(CRD_RESOURCE)
     )
     totals = {listed.resource.qualified: (-1 if listed.failure else listed.total) for listed in lists}
-    served = {service_name: where for service_name, where, _ in _apiservice_rows(apiservices)}
+    states = [ApiServiceState.read(obj) for obj in apiservices]
+    served = {state.name: state.service for state in states if state.service}
     context = _Context(
         now=now,
         options=options,
@@ -144,7 +138,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     if not options.namespace:
         report.crds = [context.crd(cluster, name, totals, report.groups) for name in sorted(crd_list.terminating)]
         report.crds = [c for c in report.crds if c.seconds >= options.older_than]
-    unavailable_services = [name for name, _, ok in _apiservice_rows(apiservices) if not ok]
+    unavailable_services = [state.name for state in states if state.service and not state.available]
     report.namespaces = terminating_namespaces(
         cluster, options, now, report.groups, unavailable_services, report.not_scanned
     )
@@ -173,7 +167,7 @@ class _Context:
         owner_kind, owner = evidence.owner(finalizer, tally, self.crd_groups, self.apiservices)
         commands: list[str] = []
         if judged.stuck:
-            commands = scan_commands.group_commands(
+            commands = group_commands(
                 finalizer, resource.qualified, crd, crd in self.terminating, tally.names, self.options.namespace
             )
         namespaces = sorted(tally.namespaces)
@@ -242,7 +236,7 @@ class _Context:
             stuck = True
         else:
             verdict, stuck = f"{State.PENDING.value}: Terminating for {evidence.ago(seconds)}", False
-        commands = scan_commands.crd_commands(name) if stuck else []
+        commands = crd_commands(name) if stuck else []
         return TerminatingCrd(name, seconds, instances, conversion, webhook, verdict, stuck, commands)
 
 
@@ -261,18 +255,3 @@ def _peerings(cluster: ScanCluster, resources: Iterable[Resource]) -> list[dict[
         if resource.plural in KOPF_PEERINGS and resource.group in KOPF_GROUPS:
             found += _objects(cluster, resource)[0]
     return found
-
-
-def _apiservice_rows(apiservices: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    """(name, where it is served, available) per APIService that a service backs."""
-    rows = []
-    for obj in apiservices:
-        spec = obj.get("spec") or {}
-        service = spec.get("service") or {}
-        if not service:
-            continue  # served by the API server itself
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        ok = any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
-        where = f"service {service.get('namespace')}/{service.get('name')}"
-        rows.append((str((obj.get("metadata") or {}).get("name") or ""), where, ok))
-    return rows

@@ -1,7 +1,7 @@
 """Who owns a finalizer and whether that controller is alive: from what the cluster holds
 (the built-in table, CRD groups, APIServices, the field manager that wrote the finalizer,
 Leases, kopf peering), never from names of Deployments. Pure functions over what
-engine.scan read, so the verdicts are unit-tested on plain data.
+survey.py read, so the verdicts are unit-tested on plain data.
 
 Thresholds (seconds), chosen for controllers that watch what they own:
 - GRACE (30): a live controller's watch delivers a deletion at once and it writes (removes
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import finalizers
-from ..scan_model import State
-from .scan_tally import Tally, timestamp
+from .model import State
+from .tally import Tally, timestamp
 
 GRACE = 30.0
 WORKING = 120.0

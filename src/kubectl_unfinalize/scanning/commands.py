@@ -11,7 +11,7 @@ Why these forms:
   would delete every object of it and the CRD);
 - other types: `TYPE NAME... -n NS --finalizer F` (TYPE as `plural.group`, or the plural
   for the core group), one command per namespace, for the names scan kept (at most
-  scan_tally.NAMES per group: run scan again after for the rest);
+  tally.NAMES per group: run scan again after for the rest);
 - a Terminating namespace: `ns NAME --delete` (frees what is inside and waits until it
   is gone), after `kubectl delete apiservice NAME` for each unavailable APIService, which
   keeps every namespace from finishing until it is fixed or deleted.

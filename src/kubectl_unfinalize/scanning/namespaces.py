@@ -4,19 +4,18 @@ controller finishes no namespace at all)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UnfinalizeError
 from ..kube.cluster import ListQuery, namespace_ref
-from ..kube.metadata import ScanCluster
+from ..kube.status import true_conditions
 from ..model import NAMESPACE_RESOURCE
-from ..scan_model import Group, TerminatingNamespace
-from . import evidence, scan_commands
-from .namespace_reads import true_conditions
-from .scan_tally import timestamp
-
-if TYPE_CHECKING:
-    from .scan import ScanOptions
+from . import evidence
+from .commands import namespace_commands
+from .model import Group, TerminatingNamespace
+from .options import ScanOptions
+from .port import ScanCluster
+from .tally import timestamp
 
 NAMESPACE_PATIENCE = 300.0  # Terminating this long is stuck, whatever the conditions say
 
@@ -77,5 +76,5 @@ def judge(
         apiservices=list(apiservices),
         verdict=verdict,
         stuck=stuck,
-        commands=scan_commands.namespace_commands(name, apiservices) if stuck else [],
+        commands=namespace_commands(name, apiservices) if stuck else [],
     )
