@@ -1,4 +1,4 @@
-"""The entry scripts end the process without tearing the interpreter down (cli.main.finish):
+"""The entry scripts end the process without tearing the interpreter down (cli.process.exit_now):
 what was written is still delivered whole, and the exit status is main()'s."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_a_piped_help_arrives_whole_and_a_usage_error_keeps_its_status():
     assert wrong.returncode == 2 and wrong.stderr.startswith("error: "), wrong.stderr
 
 
-def test_the_package_entry_point_exits_through_finish():
+def test_the_package_entry_point_exits_through_exit_now():
     env = {"PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
         [sys.executable, "-m", "kubectl_unfinalize", "--version"], capture_output=True, text=True, env=env, timeout=60

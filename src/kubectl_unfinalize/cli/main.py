@@ -6,19 +6,19 @@ Imports nothing heavy at load time, so --help and --version stay fast.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._version import __version__
 from ..errors import ExitStatus, UnfinalizeError
 from .flags import UsageError, build_parser, is_scan, parse
+from .process import Stopped, err, print_traceback, signals_stop
 
 FLUSH_EVERY = 0.2  # seconds between flushes of stdout when it is not a terminal
 
@@ -79,46 +79,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except KeyboardInterrupt as exc:
         terminated = getattr(exc, "signum", None) == signal.SIGTERM
-        _err("terminated" if terminated else "interrupted")
+        err("terminated" if terminated else "interrupted")
         return ExitStatus.TERMINATED if terminated else ExitStatus.INTERRUPTED
     except UsageError as exc:
-        _err(f"error: {exc} (see --help)")
+        err(f"error: {exc} (see --help)")
         return ExitStatus.USAGE
     except UnfinalizeError as exc:
-        _traceback(verbose)
-        _err(f"error: {exc}")
+        print_traceback(verbose)
+        err(f"error: {exc}")
         return exc.exit_status
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        _traceback(verbose)
+        print_traceback(verbose)
         hint = "" if verbose else " (run with -v for details)"
-        _err(f"error: unexpected {type(exc).__name__}: {exc}{hint}")
+        err(f"error: unexpected {type(exc).__name__}: {exc}{hint}")
         return ExitStatus.FAILED
-
-
-def finish(code: int) -> None:
-    """Exit the process with `code` once stdout and stderr are flushed, without tearing
-    the interpreter down: every module's objects, the threads' states and the collector's
-    last pass are a few ms of a small teardown, and nothing is left to do (the engine has
-    joined what it started, files are closed). A flush that fails is left to the normal
-    exit, which reports it as it always did."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        sys.exit(code)
-    os._exit(code)
-
-
-def _traceback(verbose: int) -> None:
-    if verbose:
-        import traceback
-
-        traceback.print_exc()
-
-
-def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
 
 
 class _Printer:
@@ -179,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     from .output import ProgressDisplay
 
     selection, options = to_selection(args), to_options(args)
-    connection = to_connection_options(args, log=_err)
+    connection = to_connection_options(args, log=err)
     color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     progress = None if args.quiet else ProgressDisplay()
     printer = _Printer(args.output, color, progress)
@@ -188,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
         from .output import plan_lines
 
         for line in plan_lines(targets, args.delete):
-            _err(line)
+            err(line)
         if not sys.stdin.isatty():
             raise UsageError("-i needs a terminal to ask on")
         sys.stderr.write("Continue? [y/N] ")
@@ -201,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
     gc.set_threshold(20_000, 50, 50)
     gc.enable()  # the entry scripts disable it while importing
     interrupt = threading.Event()
-    with _signals_stop(interrupt) as stop:
+    with signals_stop(interrupt) as stop:
         try:
             report = run(
                 selection,
@@ -215,68 +189,32 @@ def _run(args: argparse.Namespace) -> int:
             )
         except UnfinalizeError:
             if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM
-                raise _Stopped(stop.signum) from None
+                raise Stopped(stop.signum) from None
             raise
     if progress:
         progress.clear()
     if printer.document is not None and not report.aborted:
         printer.document.finish(report)
     printer.flush()  # every line before the summary on stderr
-    status = _finish(report, args.quiet)
+    status = _summarize(report, args.quiet)
     return ExitStatus.TERMINATED if status is ExitStatus.INTERRUPTED and stop.signum == signal.SIGTERM else status
 
 
-class _Stopped(KeyboardInterrupt):
-    """A second signal: stop at once (main() says which signal and exits 128 + it)."""
-
-    def __init__(self, signum: int | None) -> None:
-        super().__init__()
-        self.signum = signum
-
-
-class _Stop:
-    signum: int | None = None  # the first signal that stopped the run
-
-
-@contextlib.contextmanager
-def _signals_stop(interrupt: threading.Event) -> Iterator[_Stop]:
-    """The first Ctrl-C or SIGTERM (CI cancelling a job) ends the run like its deadline:
-    requests in flight finish, the summary says what was done, and the exit code says
-    which signal it was; a second one stops at once."""
-    stop = _Stop()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        if interrupt.is_set():
-            raise _Stopped(signum)
-        stop.signum = signum
-        interrupt.set()
-
-    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for signum, before in previous.items():
-            signal.signal(signum, before)
-
-
-def _finish(report: Report, quiet: bool) -> int:
+def _summarize(report: Report, quiet: bool) -> int:
     from .output import summary_line
 
     if report.aborted:
-        _err("aborted: nothing was changed")
+        err("aborted: nothing was changed")
         return ExitStatus.OK
     if not quiet:
         for skipped in report.skipped:  # a missing object's name, or why a type was not read
-            _err(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
+            err(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
         if not sum(report.counts.values()) and not report.scanned and not report.skipped:
-            _err("nothing to do: no matching custom resources, CRDs or namespaces")
+            err("nothing to do: no matching custom resources, CRDs or namespaces")
     if report.error:
-        _err(f"error: {report.error}")
+        err(f"error: {report.error}")
     if not quiet:
-        _err(summary_line(report))
+        err(summary_line(report))
     if report.interrupted:
         return ExitStatus.INTERRUPTED
     return ExitStatus.OK if report.ok else ExitStatus.FAILED

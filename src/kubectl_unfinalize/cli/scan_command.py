@@ -8,6 +8,7 @@ import sys
 import threading
 
 from ..errors import ExitStatus, UnfinalizeError
+from .process import Stopped, err, signals_stop
 
 SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each holds one page in memory
 
@@ -15,12 +16,11 @@ SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each hold
 def run(args: argparse.Namespace) -> int:
     from ..api import scan
     from .connection_flags import to_connection_options
-    from .main import _err, _signals_stop, _Stopped
     from .scan_output import render, stderr_lines
 
-    connection = to_connection_options(args, log=_err)
+    connection = to_connection_options(args, log=err)
     interrupt = threading.Event()
-    with _signals_stop(interrupt) as stop:
+    with signals_stop(interrupt) as stop:
         try:
             report = scan(
                 namespace=args.namespace,
@@ -34,10 +34,10 @@ def run(args: argparse.Namespace) -> int:
             )
         except UnfinalizeError:
             if interrupt.is_set():
-                raise _Stopped(stop.signum) from None
+                raise Stopped(stop.signum) from None
             raise
     if interrupt.is_set():
-        _err("terminated" if stop.signum == signal.SIGTERM else "interrupted")
+        err("terminated" if stop.signum == signal.SIGTERM else "interrupted")
         return ExitStatus.TERMINATED if stop.signum == signal.SIGTERM else ExitStatus.INTERRUPTED
     try:
         sys.stdout.write(render(report, args.output))
@@ -46,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
         pass
     if not args.quiet:
         for line in stderr_lines(report):
-            _err(line)
+            err(line)
     return ExitStatus.OK if report.ok else ExitStatus.FAILED
