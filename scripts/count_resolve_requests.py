@@ -11,7 +11,7 @@ checkout's `kubectl-unfinalize` with --dry-run=client (so nothing is written) fo
 
 and prints, per case and checkout, the requests by kind: CRD GETs, CRD lists,
 discovery reads, and the rest (instance lists, access reviews, object reads); then the
-median time of resolving alone (resolve.targets.resolve in a fresh process, 5 times).
+median time of resolving alone (resolve.resolve in a fresh process, 5 times).
 
     .venv/bin/python scripts/count_resolve_requests.py --crds 300 CHECKOUT [CHECKOUT...]
 """
@@ -146,7 +146,7 @@ from kubectl_unfinalize.kube.cluster import HttpCluster
 from kubectl_unfinalize.kube.config import connect
 from kubectl_unfinalize.options import ConnectionOptions
 from kubectl_unfinalize.resolve.manifests import read_manifests
-from kubectl_unfinalize.resolve.targets import resolve
+from kubectl_unfinalize.resolve import resolve
 
 selection = to_selection(parse(sys.argv[1:]))
 documents = read_manifests(list(selection.files), False) if selection.files else []

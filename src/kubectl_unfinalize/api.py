@@ -21,8 +21,9 @@ from .kube.cluster import HttpCluster
 from .kube.config import connect
 from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
+from .resolve import resolve
+from .resolve.documents import declared_crds
 from .resolve.manifests import read_manifests
-from .resolve.targets import declared_crds, resolve
 
 if TYPE_CHECKING:
     from .scanning.model import ScanReport  # imported by scan() alone: a teardown never needs it

@@ -1,5 +1,5 @@
 """A -f selection of more CRDs than are worth a GET each is resolved from one list of
-CRDs (resolve/targets.GET_AT_MOST): the same CRDs freed and deleted, and a CRD that is
+CRDs (resolve/crds.GET_AT_MOST): the same CRDs freed and deleted, and a CRD that is
 gone still reported as skipped. The request counts are measured by
 scripts/count_resolve_requests.py (the tests' audit log records writes only)."""
 
@@ -9,7 +9,7 @@ import json
 
 from crs import crd_manifest, crd_state, create, wait_until, writes_outside
 
-from kubectl_unfinalize.resolve.targets import GET_AT_MOST
+from kubectl_unfinalize.resolve.crds import GET_AT_MOST
 
 HOLD = "unfinalize.test/hold"
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from test_targets import CrdCluster, crd
 
 from kubectl_unfinalize.options import Selection
+from kubectl_unfinalize.resolve import resolve
+from kubectl_unfinalize.resolve.crds import GET_AT_MOST, resolve_names
+from kubectl_unfinalize.resolve.documents import resolve_documents
 from kubectl_unfinalize.resolve.manifests import Document
-from kubectl_unfinalize.resolve.targets import GET_AT_MOST, resolve, resolve_documents, resolve_names
 
 MANY = [crd(f"kind{i}s", f"Kind{i}", "many.example.com") for i in range(20)]
 

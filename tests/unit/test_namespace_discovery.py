@@ -155,8 +155,8 @@ def test_other_resources_are_untouched_resource_filtering():
 
 def test_namespace_documents_select_the_namespace_contents_not_one_object():
     from kubectl_unfinalize.options import Selection
+    from kubectl_unfinalize.resolve import resolve
     from kubectl_unfinalize.resolve.manifests import Document
-    from kubectl_unfinalize.resolve.targets import resolve
 
     cluster = FakeCluster()
     cluster.add_namespace("team-a")

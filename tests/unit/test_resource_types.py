@@ -10,7 +10,7 @@ from kubectl_unfinalize.kube.cluster import ListQuery
 from kubectl_unfinalize.kube.discovery import Discovery
 from kubectl_unfinalize.model import CRD_RESOURCE, ObjectMeta
 from kubectl_unfinalize.options import Selection
-from kubectl_unfinalize.resolve.targets import resolve
+from kubectl_unfinalize.resolve import resolve
 from kubectl_unfinalize.resolve.types import match_type, resolve_type
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from kubectl_unfinalize.errors import InputError
-from kubectl_unfinalize.resolve.targets import crd_from_object, match_name, resolve_names
+from kubectl_unfinalize.resolve.crds import crd_from_object, match_name, resolve_names
 
 
 def crd(plural, kind, group, short=(), versions=("v1",)):

@@ -14,7 +14,8 @@ from ..kube.cluster import Cluster, ListQuery
 from ..kube.discovery import Discovery
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from ..options import Selection
-from .targets import existing_namespaces, list_crds, resolve_names
+from .crds import list_crds, resolve_names
+from .namespaces import existing_namespaces
 from .types import resolve_type, split_type_name
 
 
