@@ -73,6 +73,14 @@ class ObjectRef:
         return f"{self.resource.display}/{self.name}"
 
 
+def crd_ref(name: str) -> ObjectRef:
+    return ObjectRef(CRD_RESOURCE, name)
+
+
+def namespace_ref(name: str) -> ObjectRef:
+    return ObjectRef(NAMESPACE_RESOURCE, name)
+
+
 @dataclass(frozen=True)
 class ObjectMeta:
     """One object as a metadata-only read shows it: only what the engine decides on."""

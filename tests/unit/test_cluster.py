@@ -9,7 +9,8 @@ import pytest
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone, NotFound
-from kubectl_unfinalize.kube.cluster import HttpCluster, ListQuery
+from kubectl_unfinalize.kube.cluster import HttpCluster
+from kubectl_unfinalize.kube.paging import ListQuery
 from kubectl_unfinalize.model import ObjectMeta, ObjectRef, Resource
 from kubectl_unfinalize.options import DryRun
 

@@ -12,8 +12,8 @@ from test_engine import actions, run
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone
 from kubectl_unfinalize.kube.changes import written_since
-from kubectl_unfinalize.kube.cluster import HttpCluster, ListQuery
-from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES, Listed, PageBudget
+from kubectl_unfinalize.kube.cluster import HttpCluster
+from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES, Listed, ListQuery, PageBudget
 from kubectl_unfinalize.model import Action, Resource
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kubectl_unfinalize.errors import InputError
-from kubectl_unfinalize.kube.cluster import ListQuery
 from kubectl_unfinalize.kube.discovery import Discovery
+from kubectl_unfinalize.kube.paging import ListQuery
 from kubectl_unfinalize.model import CRD_RESOURCE, ObjectMeta
 from kubectl_unfinalize.options import Selection
 from kubectl_unfinalize.resolve import resolve

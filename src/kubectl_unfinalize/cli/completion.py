@@ -234,9 +234,10 @@ def _typed_names(kind: str, values: dict[str, object], options: ConnectionOption
     names of one type's objects in the namespace (-n, else the kubeconfig's): discovery
     and one list page."""
     from ..deadline import Deadline
-    from ..kube.cluster import HttpCluster, ListQuery
+    from ..kube.cluster import HttpCluster
     from ..kube.config import connect
     from ..kube.discovery import Discovery
+    from ..kube.paging import ListQuery
     from ..resolve.types import resolve_type
 
     with connect(options) as transport:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from ..errors import ApiError, UnfinalizeError
-from ..kube.cluster import Cluster, Deleted, ListQuery
+from ..kube.paging import ListQuery
+from ..kube.port import Cluster, Deleted
 from ..model import Action, ObjectMeta, ObjectRef, Resource
 from ..options import DryRun, Options
 from .outcomes import OutcomeBook

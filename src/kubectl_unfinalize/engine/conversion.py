@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ApiError, UnfinalizeError
-from ..kube.cluster import Cluster, crd_ref
-from ..model import CRD
+from ..kube.port import Cluster
+from ..model import CRD, crd_ref
 from ..options import DryRun
 
 CONVERSION_FAILED = "conversion webhook for"  # the API server's own wording (apiextensions webhook converter)

@@ -45,8 +45,8 @@ from collections.abc import Callable, Generator
 from functools import partial
 
 from ..errors import UnfinalizeError
-from ..kube.cluster import ListQuery, crd_ref
-from ..model import CRD_RESOURCE, Action, ObjectMeta
+from ..kube.paging import ListQuery
+from ..model import CRD_RESOURCE, Action, ObjectMeta, crd_ref
 from . import crd_sweep
 from .crd_sweep import CrdState
 from .freeing import Freer

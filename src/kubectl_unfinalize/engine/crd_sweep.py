@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
-from ..kube.cluster import ListQuery, crd_ref
-from ..model import CRD, Action, ObjectMeta
+from ..kube.paging import ListQuery
+from ..model import CRD, Action, ObjectMeta, crd_ref
 from ..net.bulk import BulkPatch
 from ..options import DryRun
 from . import conversion, diagnose

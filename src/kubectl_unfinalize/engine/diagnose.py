@@ -13,8 +13,9 @@ from dataclasses import replace
 
 from .. import finalizers
 from ..errors import ApiError, Forbidden, Invalid, UnfinalizeError
-from ..kube.cluster import Cluster, ListQuery, crd_ref
-from ..model import CRD, Action, ObjectMeta, ObjectRef, Resource
+from ..kube.paging import ListQuery
+from ..kube.port import Cluster
+from ..model import CRD, Action, ObjectMeta, ObjectRef, Resource, crd_ref
 from ..options import Options
 from .outcomes import OutcomeBook
 from .workers import Mapper

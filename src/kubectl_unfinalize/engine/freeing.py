@@ -13,7 +13,8 @@ from typing import Any
 from .. import finalizers
 from ..deadline import Deadline
 from ..errors import Conflict, DeadlineExceeded, NotFound, UnfinalizeError
-from ..kube.cluster import Cluster, remove_all
+from ..kube.cluster import remove_all
+from ..kube.port import Cluster
 from ..model import Action, ObjectKey, ObjectMeta, ObjectRef, Resource
 from ..options import DryRun, Options
 from . import diagnose

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from .. import finalizers
 from ..deadline import Deadline
 from ..errors import UnfinalizeError
-from ..kube.cluster import Cluster, crd_ref, namespace_ref
-from ..model import Action, Progress, Report, Resource, Targets
+from ..kube.port import Cluster
+from ..model import Action, Progress, Report, Resource, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
 from . import crd_pass, diagnose, namespace_reads, object_sweep
 from .crd_pass import CrdPass

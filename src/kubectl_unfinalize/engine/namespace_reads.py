@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UnfinalizeError
-from ..kube.cluster import Cluster, ListQuery, namespace_ref
 from ..kube.discovery import Discovery as ServedTypes
+from ..kube.paging import ListQuery
+from ..kube.port import Cluster
 from ..kube.status import ApiServiceState, true_conditions
-from ..model import APISERVICE_RESOURCE, Action, ObjectRef, Resource
+from ..model import APISERVICE_RESOURCE, Action, ObjectRef, Resource, namespace_ref
 from .outcomes import OutcomeBook
 
 NAMESPACE_FINALIZER = "kubernetes"  # spec.finalizers: the namespace controller's, never ours

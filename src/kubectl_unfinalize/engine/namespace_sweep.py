@@ -13,8 +13,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..errors import DeadlineExceeded, UnfinalizeError
-from ..kube.cluster import ListQuery, namespace_ref
-from ..model import Action, ObjectMeta, ObjectRef, Resource
+from ..kube.paging import ListQuery
+from ..model import Action, ObjectMeta, ObjectRef, Resource, namespace_ref
 from . import diagnose, namespace_reads
 from .freeing import Freer
 from .preflight import NamespaceAccess

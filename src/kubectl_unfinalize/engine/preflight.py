@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import PermissionDenied
-from ..kube.cluster import Cluster
+from ..kube.port import Cluster
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, Resource, Targets
 from ..options import Options
 from .workers import Mapper

@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Protocol, TypeVar, cast
 
-from ..net.bulk import Bulk, BulkPatch
+from ..kube.port import BulkSender
+from ..net.bulk import BulkPatch
 
 Job = Callable[[], object]
 T = TypeVar("T")
@@ -57,7 +58,7 @@ class Workers:
         self._parked = 0  # jobs waiting out a Retry-After, not counted in flight
         self._thread = threading.local()  # seconds the job on this thread spent parked
         self._draining = False  # drain() waits: no job is submitted meanwhile
-        self.bulk: Bulk | None = None  # where BulkPatch jobs go, when the cluster offers it
+        self.bulk: BulkSender | None = None  # where BulkPatch jobs go, when the cluster offers it
 
     def submit(self, job: Job) -> None:
         """Queue a job once fewer than the pacing's limit are in flight."""

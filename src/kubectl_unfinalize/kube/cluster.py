@@ -8,105 +8,24 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from ..deadline import Deadline
-from ..errors import ApiError, NotFound, UnfinalizeError
-from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
+from ..errors import NotFound, UnfinalizeError
+from ..model import ObjectMeta, ObjectRef, Resource
 from ..net.bulk import Bulk, BulkPatch, Sink
 from ..net.connections import FAR
 from ..options import DryRun
-from . import changes
-from .paging import Listed, ListRecord, pages
-from .paging import ListQuery as ListQuery  # where the engine imports it from
-from .reviews import Key, Reviews
+from . import changes, discovery, reviews
+from .paging import Listed, ListQuery, ListRecord, pages
+from .port import Deleted
+from .reviews import Reviews
 from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
-AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
-
-
-@dataclass(frozen=True)
-class Deleted:
-    """A DELETE's answer: the uid to wait on, and the object if it is still there
-    (it has finalizers) so the caller can free it without reading it again; its
-    resourceVersion then ("" if none), to tell when a controller has acted on it since."""
-
-    uid: str
-    remaining: ObjectMeta | None
-    version: str = ""
-
-
-class Cluster(Protocol):
-    """What the engine asks of a cluster; unit tests fake these verbs, not URLs."""
-
-    def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]: ...
-
-    def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
-
-    def discover(self, api_version: str) -> list[dict[str, Any]] | None: ...
-
-    def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
-        """What this run's lists of `resource` (in `namespace`, None: all) saw, if any."""
-        ...
-
-    def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
-        """Writes per object name since `since`, by a watch that lasts `seconds` (changes.py)."""
-        ...
-
-    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
-        """Whether each of `names` is deleted within `seconds`, watched from `since`
-        (changes.all_deleted); None when a watch cannot tell."""
-        ...
-
-    def api_discovery(self) -> list[dict[str, Any]]: ...
-
-    def access_rules(self, namespace: str) -> dict[str, Any] | None: ...
-
-    def get_meta(self, ref: ObjectRef) -> ObjectMeta | None: ...
-
-    def get(self, ref: ObjectRef) -> dict[str, Any] | None: ...
-
-    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None: ...
-
-    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None: ...
-
-    def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None: ...
-
-    def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
-
-    def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
-        """Start asking what allowed() will be asked, so that it finds the answer waiting."""
-        ...
-
-    def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
-
-    def whoami(self) -> str: ...
-
-    def bounded(self, deadline: Deadline) -> Cluster: ...
-
-    def far(self) -> bool:
-        """Whether the quickest exchange so far took FAR seconds or more."""
-        ...
-
-    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> Bulk | None:
-        """Where the remove-every-finalizer patches of a bulk run can go, or None. On a
-        far server `warm` of its connections are opened at once."""
-        ...
-
-    @property
-    def pushbacks(self) -> int:
-        """How many times the API server answered 429 so far."""
-        ...
-
-    def pace(self, refused: Callable[[float], None], parked: Callable[[], AbstractContextManager[object]]) -> None:
-        """From now on each 429 is told to `refused` with its request's send time
-        (time.monotonic()), and its Retry-After is waited inside `parked()`."""
-        ...
 
 
 class HttpCluster:
@@ -202,62 +121,16 @@ class HttpCluster:
             return None
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None:
-        """The resources an API group version serves; None when it serves none."""
-        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        try:
-            answer = self._request("GET", path)
-        except NotFound:
-            return None
-        return list((answer or {}).get("resources") or [])
+        return discovery.group_version(self._request, api_version)
 
     def api_discovery(self) -> list[dict[str, Any]]:
-        """Every API group with its versions and resources, in the aggregated discovery
-        format (apidiscovery.k8s.io/v2 APIGroupDiscovery; the core group is named "").
-        Two requests on a server that aggregates discovery (1.30+); an older one answers
-        the plain lists, and each group version is then read on its own (a 503 marks it
-        "Stale", as aggregated discovery marks an unavailable APIService)."""
-        groups: list[dict[str, Any]] = []
-        for path in ("/api", "/apis"):
-            answer = self._request("GET", path, accept=AGGREGATED_DISCOVERY) or {}
-            if answer.get("kind") == "APIGroupDiscoveryList":
-                for group in answer.get("items") or []:
-                    if path == "/api":
-                        group = dict(group, metadata={"name": ""})
-                    groups.append(group)
-            elif answer.get("kind") == "APIVersions":
-                groups.append({"metadata": {"name": ""}, "versions": [self._legacy("", v) for v in answer["versions"]]})
-            else:
-                for group in answer.get("groups") or []:
-                    versions = [self._legacy(group["name"], v["version"]) for v in group.get("versions") or []]
-                    groups.append({"metadata": {"name": group["name"]}, "versions": versions})
-        return groups
-
-    def _legacy(self, group: str, version: str) -> dict[str, Any]:
-        """One group version from the pre-aggregation endpoint, as aggregated discovery shows it."""
-        try:
-            resources = self.discover(f"{group}/{version}" if group else version)
-        except ApiError as exc:
-            if exc.status != 503:
-                raise
-            return {"version": version, "freshness": "Stale", "resources": []}
-        entries = [
-            {
-                "resource": r["name"],
-                "scope": "Namespaced" if r.get("namespaced") else "Cluster",
-                "responseKind": {"group": group, "version": version, "kind": r.get("kind", "")},
-                "verbs": list(r.get("verbs") or []),
-                **_names(r),
-            }
-            for r in resources or []
-            if "/" not in r.get("name", "")
-        ]
-        return {"version": version, "freshness": "Current", "resources": entries}
+        return discovery.read_groups(self._request)
 
     def access_rules(self, namespace: str) -> dict[str, Any] | None:
         """A SelfSubjectRulesReview's status (resourceRules, incomplete) for one namespace:
         one request instead of one review per verb and resource. None when it cannot be
         made; the real requests then report what is refused."""
-        return self._review("SelfSubjectRulesReview", {"namespace": namespace})
+        return reviews.review(self._request, "SelfSubjectRulesReview", {"namespace": namespace})
 
     def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
         obj = self.get(ref, accept=METADATA_OBJECT)
@@ -323,69 +196,22 @@ class HttpCluster:
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         """SelfSubjectAccessReview; True when the review itself cannot be made, since the
         real requests will then report what is refused."""
-        key = _review_key(verb, resource, namespace, name)
-        return self.reviews.answer(key, partial(self._allowed, key))
+        key = reviews.key(verb, resource, namespace, name)
+        return self.reviews.answer(key, partial(reviews.allowed, self._request, key))
 
     def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
         """On a thread whose connection is lent to the run's next request once answered."""
-        key = _review_key(verb, resource, namespace, name)
-        self.reviews.ahead(key, partial(self._allowed, key), self.transport.connections.lend)
+        key = reviews.key(verb, resource, namespace, name)
+        self.reviews.ahead(key, partial(reviews.allowed, self._request, key), self.transport.connections.lend)
 
     def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
-        return self.reviews.asked(_review_key(verb, resource, namespace, name))
-
-    def _allowed(self, key: Key) -> bool:
-        verb, group, plural, namespace, name = key
-        attributes = {"verb": verb, "group": group, "resource": plural}
-        if namespace:
-            attributes["namespace"] = namespace
-        if name:
-            attributes["name"] = name
-        status = self._review("SelfSubjectAccessReview", {"resourceAttributes": attributes})
-        return True if status is None else bool(status.get("allowed"))
-
-    def _review(self, kind: str, spec: dict[str, Any]) -> dict[str, Any] | None:
-        """An authorization review's status, or None when the review cannot be made."""
-        body = {"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}
-        try:
-            review = self._request("POST", f"/apis/authorization.k8s.io/v1/{kind.lower()}s", body=body)
-        except ApiError:
-            return None
-        return dict((review or {}).get("status") or {})
+        return self.reviews.asked(reviews.key(verb, resource, namespace, name))
 
     def whoami(self) -> str:
-        """The user name the API server sees, or "" when it will not say."""
-        try:
-            review = self._request(
-                "POST",
-                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-            )
-        except ApiError:
-            return ""
-        return str(((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "")
-
-
-def _names(legacy: dict[str, Any]) -> dict[str, Any]:
-    """A legacy APIResource's other names, as aggregated discovery spells them (only those it has)."""
-    keys = {"singularResource": "singularName", "shortNames": "shortNames", "categories": "categories"}
-    return {key: legacy[old] for key, old in keys.items() if legacy.get(old)}
+        return reviews.whoami(self._request)
 
 
 def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[bool], object]) -> BulkPatch:
     """The patch that removes every finalizer of `meta`, for Cluster.bulk()."""
     ref = meta.ref
     return BulkPatch(ref.resource.path(ref.namespace, ref.name), REMOVE_ALL, done, fallback)
-
-
-def crd_ref(name: str) -> ObjectRef:
-    return ObjectRef(CRD_RESOURCE, name)
-
-
-def namespace_ref(name: str) -> ObjectRef:
-    return ObjectRef(NAMESPACE_RESOURCE, name)
-
-
-def _review_key(verb: str, resource: Resource, namespace: str | None, name: str | None) -> Key:
-    """What a review sends: a cluster-scoped resource's namespace is not part of it."""
-    return (verb, resource.group, resource.plural, namespace if resource.namespaced else None, name)

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model import Resource
-from .cluster import METADATA_LIST, HttpCluster, ListQuery
+from .cluster import METADATA_LIST, HttpCluster
+from .paging import ListQuery
 
 
 class MetadataCluster(HttpCluster):

@@ -1,4 +1,5 @@
-"""Access reviews' answers for one run: each question asked once, some before they are needed.
+"""Access reviews: what they send, and their answers for one run, each question asked once,
+some before they are needed.
 
 The RBAC preflight's reviews are one round trip, and on a far server a new connection's
 handshake is one more; asked only once the CRDs are resolved, they delay the first write
@@ -11,8 +12,54 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
+
+from ..errors import ApiError
+from ..model import Resource
 
 Key = tuple[str, str, str, str | None, str | None]  # verb, group, plural, namespace, name: what a review sends
+Request = Callable[..., Any]
+
+
+def key(verb: str, resource: Resource, namespace: str | None, name: str | None) -> Key:
+    """What a review sends: a cluster-scoped resource's namespace is not part of it."""
+    return (verb, resource.group, resource.plural, namespace if resource.namespaced else None, name)
+
+
+def allowed(request: Request, asked: Key) -> bool:
+    """A SelfSubjectAccessReview's answer; True when the review itself cannot be made,
+    since the real requests will then report what is refused."""
+    verb, group, plural, namespace, name = asked
+    attributes = {"verb": verb, "group": group, "resource": plural}
+    if namespace:
+        attributes["namespace"] = namespace
+    if name:
+        attributes["name"] = name
+    status = review(request, "SelfSubjectAccessReview", {"resourceAttributes": attributes})
+    return True if status is None else bool(status.get("allowed"))
+
+
+def review(request: Request, kind: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """An authorization review's status, or None when the review cannot be made."""
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}
+    try:
+        answer = request("POST", f"/apis/authorization.k8s.io/v1/{kind.lower()}s", body=body)
+    except ApiError:
+        return None
+    return dict((answer or {}).get("status") or {})
+
+
+def whoami(request: Request) -> str:
+    """The user name the API server sees, or "" when it will not say."""
+    try:
+        answer = request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
+    except ApiError:
+        return ""
+    return str(((answer or {}).get("status") or {}).get("userInfo", {}).get("username") or "")
 
 
 class _Answer:

@@ -8,7 +8,8 @@ namespaces.py; `resolve` combines them in the order a run needs.
 
 from __future__ import annotations
 
-from ..kube.cluster import Cluster, ListQuery
+from ..kube.paging import ListQuery
+from ..kube.port import Cluster
 from ..model import NAMESPACE_RESOURCE, Targets
 from ..options import Selection
 from .crds import in_categories, list_crds, resolve_names

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InputError
-from ..kube.cluster import Cluster, ListQuery, crd_ref
-from ..model import CRD, CRD_RESOURCE, Resource
+from ..kube.paging import ListQuery
+from ..kube.port import Cluster
+from ..model import CRD, CRD_RESOURCE, Resource, crd_ref
 
 
 def in_categories(crd: CRD, categories: Iterable[str]) -> bool:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kube.cluster import Cluster
 from ..kube.discovery import Discovery
+from ..kube.port import Cluster
 from ..model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, ObjectRef, Resource, Targets
 from ..options import Selection
 from .crds import GET_AT_MOST, get_crd, list_crds

@@ -10,8 +10,9 @@ returns. A TYPE that means CustomResourceDefinitions or Namespaces keeps the mea
 from __future__ import annotations
 
 from ..errors import InputError
-from ..kube.cluster import Cluster, ListQuery
 from ..kube.discovery import Discovery
+from ..kube.paging import ListQuery
+from ..kube.port import Cluster
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from ..options import Selection
 from .crds import list_crds, resolve_names

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..kube.cluster import Cluster, namespace_ref
-from ..model import NAMESPACE_RESOURCE
+from ..kube.port import Cluster
+from ..model import NAMESPACE_RESOURCE, namespace_ref
 
 
 def existing_namespaces(cluster: Cluster, names: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UnfinalizeError
-from ..kube.cluster import ListQuery, namespace_ref
+from ..kube.paging import ListQuery
 from ..kube.status import true_conditions
-from ..model import NAMESPACE_RESOURCE
+from ..model import NAMESPACE_RESOURCE, namespace_ref
 from . import evidence
 from .commands import namespace_commands
 from .model import Group, TerminatingNamespace

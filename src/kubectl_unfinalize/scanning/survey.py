@@ -18,10 +18,10 @@ from typing import Any
 
 from .. import finalizers
 from ..errors import Forbidden, UnfinalizeError
-from ..kube.cluster import ListQuery, crd_ref
 from ..kube.discovery import Discovery
+from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
-from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource
+from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
 from . import evidence
 from .commands import crd_commands, group_commands
 from .model import Group, Manager, ScanReport, State, TerminatingCrd

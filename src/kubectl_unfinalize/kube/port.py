@@ -1,0 +1,107 @@
+"""What the engine asks of a cluster: the verbs, not URLs. HttpCluster (cluster.py) serves
+them over HTTP; the unit tests' FakeCluster serves them from memory, and mypy holds both
+to this port."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..deadline import Deadline
+from ..model import ObjectMeta, ObjectRef, Resource
+from ..net.bulk import BulkPatch, Sink
+from ..options import DryRun
+from .paging import Listed, ListQuery
+
+
+class BulkSender(Protocol):
+    """Where the remove-every-finalizer patches of a bulk run go (net/bulk.py's Bulk): each
+    patch's outcome comes back through the Sink it was made with."""
+
+    def put(self, job: BulkPatch) -> None: ...
+
+    def release(self, timeout: float = 1.0) -> None:
+        """Give idle connections back for the reads that come next."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A DELETE's answer: the uid to wait on, and the object if it is still there
+    (it has finalizers) so the caller can free it without reading it again; its
+    resourceVersion then ("" if none), to tell when a controller has acted on it since."""
+
+    uid: str
+    remaining: ObjectMeta | None
+    version: str = ""
+
+
+class Cluster(Protocol):
+    def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]: ...
+
+    def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]: ...
+
+    def discover(self, api_version: str) -> list[dict[str, Any]] | None: ...
+
+    def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
+        """What this run's lists of `resource` (in `namespace`, None: all) saw, if any."""
+        ...
+
+    def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
+        """Writes per object name since `since`, by a watch that lasts `seconds` (changes.py)."""
+        ...
+
+    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
+        """Whether each of `names` is deleted within `seconds`, watched from `since`
+        (changes.all_deleted); None when a watch cannot tell."""
+        ...
+
+    def api_discovery(self) -> list[dict[str, Any]]: ...
+
+    def access_rules(self, namespace: str) -> dict[str, Any] | None: ...
+
+    def get_meta(self, ref: ObjectRef) -> ObjectMeta | None: ...
+
+    def get(self, ref: ObjectRef) -> dict[str, Any] | None: ...
+
+    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None: ...
+
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None: ...
+
+    def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None: ...
+
+    def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
+
+    def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:
+        """Start asking what allowed() will be asked, so that it finds the answer waiting."""
+        ...
+
+    def asked_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
+
+    def whoami(self) -> str: ...
+
+    def bounded(self, deadline: Deadline) -> Cluster: ...
+
+    def far(self) -> bool:
+        """Whether the quickest exchange so far took FAR seconds or more."""
+        ...
+
+    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> BulkSender | None:
+        """Where the remove-every-finalizer patches of a bulk run can go, or None. On a
+        far server `warm` of its connections are opened at once."""
+        ...
+
+    @property
+    def pushbacks(self) -> int:
+        """How many times the API server answered 429 so far."""
+        ...
+
+    def pace(self, refused: Callable[[float], None], parked: Callable[[], AbstractContextManager[object]]) -> None:
+        """From now on each 429 is told to `refused` with its request's send time
+        (time.monotonic()), and its Retry-After is waited inside `parked()`."""
+        ...
