@@ -149,7 +149,6 @@ def run(
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
-        transport.connections.lend()  # the first list takes it: no handshake, a round trip far away
         engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
         return engine.run(targets, skipped=targets.missing)
 

@@ -166,6 +166,9 @@ class FakeCluster:
     def far(self) -> bool:
         return False
 
+    def hand_over(self) -> None:
+        self.handed_over = True  # the engine's run hands the resolving thread's connection on
+
     def bulk(self, sink: Sink, cap: int, warm: int = 0) -> FakeBulk | None:
         if not self.offers_bulk:
             return None  # every patch goes through the verbs

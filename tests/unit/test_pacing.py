@@ -27,11 +27,20 @@ def feed(pacing, latency, rounds=1):
             pacing.completed(latency)
 
 
+class InFlight:
+    """The workers' count of requests in flight, as a test sets it."""
+
+    def __init__(self, value: int = 0) -> None:
+        self.value = value
+
+    def __call__(self) -> int:
+        return self.value
+
+
 def paced(cap=64, start=32, in_flight=None):
     clock = Clock()
-    pacing = Pacing(cap=cap, start=start, clock=clock)
-    if in_flight is not None:
-        pacing.load = lambda: in_flight
+    load = InFlight(in_flight) if isinstance(in_flight, int) else in_flight
+    pacing = Pacing(cap=cap, start=start, clock=clock, load=load)
     return pacing, clock
 
 
@@ -80,14 +89,15 @@ def test_the_cut_starts_from_what_was_in_flight_not_from_the_limit():
 
 
 def test_only_a_refusal_of_a_request_sent_after_the_last_cut_is_a_new_cut():
-    pacing, clock = paced(in_flight=8)
+    in_flight = InFlight(8)
+    pacing, clock = paced(in_flight=in_flight)
     first = clock.now
     clock.tick()
     pacing.refused(first)  # cut 1: 8 in flight -> 7, ceiling 8
     assert (pacing.limit, pacing.ceiling) == (7, 8)
     second = clock.tick()
     clock.tick()
-    pacing.load = lambda: 6
+    in_flight.value = 6
     pacing.refused(second)  # sent after cut 1: a new signal, cut 2 from what is in flight now
     assert (pacing.limit, pacing.ceiling) == (5, 6)
     clock.tick()
@@ -97,9 +107,8 @@ def test_only_a_refusal_of_a_request_sent_after_the_last_cut_is_a_new_cut():
 
 
 def test_growth_holds_just_under_the_ceiling_and_tries_it_less_often_each_time_it_is_refused():
-    in_flight = [4]
-    pacing, clock = paced()
-    pacing.load = lambda: in_flight[0]
+    in_flight = InFlight(4)
+    pacing, clock = paced(in_flight=in_flight)
     clock.tick()
     pacing.refused(clock.now - 0.0005)  # refused at 4
     assert (pacing.limit, pacing.ceiling) == (3, 4)
@@ -116,14 +125,14 @@ def test_growth_holds_just_under_the_ceiling_and_tries_it_less_often_each_time_i
     assert holds == [FIRST_HOLD, 2 * FIRST_HOLD, 4 * FIRST_HOLD, 8 * FIRST_HOLD]
 
 
-def refused_at(pacing, clock, level: int) -> int:
+def refused_at(pacing, clock, in_flight: InFlight, level: int) -> int:
     """Grow to `level` (round trips at 10 ms), then a request sent there is refused;
     returns the round trips it took."""
     rounds = 0
     while pacing.limit < level:
         feed(pacing, 0.01)
         rounds += 1
-    pacing.load = lambda: level
+    in_flight.value = level
     sent = clock.tick()
     clock.tick()
     pacing.refused(sent)
@@ -131,9 +140,10 @@ def refused_at(pacing, clock, level: int) -> int:
 
 
 def test_the_hold_stays_bounded_and_a_ceiling_the_server_now_grants_is_passed():
-    pacing, clock = paced()
-    refused_at(pacing, clock, 4)
-    holds = [refused_at(pacing, clock, 4) for _ in range(10)]
+    in_flight = InFlight()
+    pacing, clock = paced(in_flight=in_flight)
+    refused_at(pacing, clock, in_flight, 4)
+    holds = [refused_at(pacing, clock, in_flight, 4) for _ in range(10)]
     assert max(holds) == MAX_HOLD and pacing.limit == 3
     feed(pacing, 0.01, rounds=MAX_HOLD)
     assert pacing.limit == 4  # tried again after MAX_HOLD round trips
@@ -142,12 +152,13 @@ def test_the_hold_stays_bounded_and_a_ceiling_the_server_now_grants_is_passed():
 
 
 def test_a_refusal_below_the_ceiling_makes_the_next_try_come_soon():
-    pacing, clock = paced()
+    in_flight = InFlight()
+    pacing, clock = paced(in_flight=in_flight)
     for _ in range(5):  # the try at 4 refused again and again: a long hold
-        refused_at(pacing, clock, 4)
-    refused_at(pacing, clock, 3)  # then refused at 3: another request took a seat for a while
+        refused_at(pacing, clock, in_flight, 4)
+    refused_at(pacing, clock, in_flight, 3)  # then refused at 3: another request took a seat for a while
     assert (pacing.limit, pacing.ceiling) == (2, 3)
-    assert refused_at(pacing, clock, 3) == FIRST_HOLD
+    assert refused_at(pacing, clock, in_flight, 3) == FIRST_HOLD
 
 
 def test_the_cap_and_the_floor_hold():
@@ -169,11 +180,10 @@ def simulate(seats: int, jobs: int, cap: int = 64, service: float = 0.01, rtt: f
     the workers do. Returns (seconds, refusals, mean limit over the requests sent)."""
     clock = Clock()
     start = clock.now
-    pacing = Pacing(cap, clock=clock)
+    state = {"in_flight": 0, "busy": 0, "fresh": jobs, "ready": 0, "refusals": 0, "done": 0}
+    pacing = Pacing(cap, clock=clock, load=lambda: state["in_flight"])
     order = itertools.count()
     events: list[tuple[float, int, str, float]] = []
-    state = {"in_flight": 0, "busy": 0, "fresh": jobs, "ready": 0, "refusals": 0, "done": 0}
-    pacing.load = lambda: state["in_flight"]
     limits = []
 
     def push(at: float, kind: str, sent: float) -> None:

@@ -18,7 +18,6 @@ from functools import partial
 from ..errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import CRD, Action, ObjectMeta, crd_ref
-from ..net.bulk import BulkPatch
 from ..options import DryRun
 from . import conversion, diagnose
 from .freeing import Freer
@@ -129,10 +128,8 @@ def _list(freer: Freer, state: CrdState, place: Place) -> Generator[Job, None, U
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
                     state.started()
-                    job = freer.fast(meta, partial(_free_instance, freer, state, meta))
-                    if isinstance(job, BulkPatch):  # answered 2xx: freed, and never handed to _free_instance
-                        job.done = partial(_freed_in_bulk, job.done, state)
-                    yield job
+                    # A bulk patch answered 2xx is freed and never handed to _free_instance.
+                    yield freer.fast(meta, partial(_free_instance, freer, state, meta), state.finished)
     except DeadlineExceeded:
         state.listed = False  # the diagnosis at the deadline says what is left
     except UnfinalizeError as exc:
@@ -196,13 +193,6 @@ def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta, sent: bool =
         failed = not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent))
     finally:
         state.finished(failed)
-
-
-def _freed_in_bulk(done: Callable[[], object], state: CrdState) -> None:
-    try:
-        done()
-    finally:
-        state.finished()
 
 
 def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:

@@ -20,6 +20,7 @@ from ..options import DryRun, Options
 from . import diagnose
 from .admission import Admission, Blocked, guard
 from .outcomes import OutcomeBook
+from .workers import Gate
 
 CONFLICT_RETRIES = 10
 
@@ -27,7 +28,9 @@ CONFLICT_RETRIES = 10
 class Freer:
     """What every sweep (CRDs, namespaces, manifest objects) frees objects with. Thread-safe."""
 
-    def __init__(self, cluster: Cluster, options: Options, book: OutcomeBook, deadline: Deadline) -> None:
+    def __init__(
+        self, cluster: Cluster, options: Options, book: OutcomeBook, deadline: Deadline, gate: Gate | None = None
+    ) -> None:
         # Writes go through the admission guard: none is sent that a dead webhook refuses.
         self.admission = Admission(cluster, options, book)
         self.cluster = guard(cluster, self.admission)
@@ -39,7 +42,11 @@ class Freer:
         self.live_places: Counter[tuple[Resource, str | None]] = Counter()  # how many in each (type, namespace)
         self.first_live: float | None = None  # when the first of them was freed
         self.lock = threading.Lock()
-        self.cleared: Callable[[], object] = lambda: None  # waits for the RBAC preflight; raises its refusal
+        self.gate = gate or Gate()
+
+    def cleared(self) -> None:
+        """Wait for the RBAC preflight; raise its refusal. No write, and no outcome, before it."""
+        self.gate.wait()
 
     def wanted(self, meta: ObjectMeta) -> bool:
         if self.options.only_terminating and not meta.terminating:
@@ -52,11 +59,14 @@ class Freer:
         dry run): --delete sends them only for objects already being deleted."""
         return not self.options.finalizers and self.options.dry_run is DryRun.NONE
 
-    def fast(self, meta: ObjectMeta, job: Callable[..., object]) -> Callable[[], object]:
+    def fast(
+        self, meta: ObjectMeta, job: Callable[..., object], then: Callable[[], object] | None = None
+    ) -> Callable[[], object]:
         """`job`, or the bulk patch that removes every finalizer when that is all `job`
         would write (no finalizer named, no dry run, nothing to delete first); the bulk
         sender runs `job` instead after any answer but a 2xx, as `job(True)` when the
-        patch went out and no answer came (it may have been applied)."""
+        patch went out and no answer came (it may have been applied). `then` runs after
+        a 2xx's outcome is recorded (job is never called then)."""
         options = self.options
         if not self.bulk_writes or (options.delete and not meta.terminating):
             return job
@@ -64,7 +74,8 @@ class Freer:
             return job  # not sent: the job says why
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
-        return remove_all(meta, partial(self.freed, meta, list(meta.finalizers)), job)
+        done = partial(self.freed, meta, list(meta.finalizers))
+        return remove_all(meta, done if then is None else partial(_both, done, then), job)
 
     def free_known(self, meta: ObjectMeta) -> bool:
         self.seen.add(meta.uid)
@@ -159,3 +170,10 @@ class Freer:
             self.book.add(ref, Action.RECREATED, message=f"deleted, then re-created (new uid {meta.uid})")
             return False
         return True
+
+
+def _both(first: Callable[[], object], then: Callable[[], object]) -> None:
+    try:
+        first()
+    finally:
+        then()

@@ -37,7 +37,7 @@ from .object_sweep import ObjectState
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
 from .preflight import preflight
-from .workers import Background, Workers
+from .workers import Gate, Workers
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -98,9 +98,21 @@ class Engine:
         self.options = options
         self.deadline = deadline
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
-        self.freer = Freer(cluster, options, self.book, deadline)
+        self.gate = Gate()  # started by run(): the RBAC preflight
+        self.freer = Freer(cluster, options, self.book, deadline, self.gate)
         self.namespaces = NamespaceSweep(self.freer)
-        self.pacing = Pacing(options.concurrency, options.concurrency if cluster.far() else START)
+        start = options.concurrency if cluster.far() else START
+        self.pacing = Pacing(options.concurrency, start, load=self._in_flight)  # a refusal's cut starts there
+        bulk_only = self.freer.bulk_writes and not options.delete  # --delete: most writes go to the workers
+        self.workers = Workers(
+            options.concurrency,
+            lambda: self.pacing.limit,
+            self._job_done,
+            self.pacing.wake_at,
+            bulk=partial(cluster.bulk, cap=options.concurrency, warm=self.pacing.limit if bulk_only else 0),
+        )
+        self.crds = CrdPass(self.freer, self.workers)
+        cluster.pace(self.pacing.refused, self.workers.parked)
         self._on_progress = on_progress or (lambda _: None)
         self._done = self._total = 0
 
@@ -113,18 +125,11 @@ class Engine:
             [NamespaceState(n) for n in targets.namespaces],
         )
         pool = _Pool(self.options.concurrency)
-        self.workers = Workers(self.options.concurrency, lambda: self.pacing.limit, self._job_done, self.pacing.wake_at)
-        bulk_only = self.freer.bulk_writes and not self.options.delete  # --delete: most writes go to the workers
-        self.workers.bulk = self.cluster.bulk(
-            self.workers, self.options.concurrency, warm=self.pacing.limit if bulk_only else 0
-        )
-        self.crds = CrdPass(self.freer, self.workers)
-        self.pacing.load = self.workers.in_flight_now  # a refusal's cut starts from what is in flight
-        self.cluster.pace(self.pacing.refused, self.workers.parked)
+        self.cluster.hand_over()  # the first list takes this thread's connection: no new handshake
         try:
             # The reviews are answered while the first list page is read; nothing is
             # written, nor reported, before they passed (Freer.cleared).
-            self.freer.cleared = Background(preflight, self.cluster, targets, self.options, self.workers).result
+            self.gate.start(preflight, self.cluster, targets, self.options, self.workers)
             self._run(pool, pending, report)
         except KeyboardInterrupt:
             report.interrupted = True
@@ -241,6 +246,9 @@ class Engine:
             yield from self.namespaces.jobs(pool.get(), space)
         for obj in pending.objects:
             yield partial(self.freer.contain, obj.ref, "free", partial(object_sweep.free, self.freer, obj))
+
+    def _in_flight(self) -> int:
+        return self.workers.in_flight_now()
 
     def _job_done(self, latency: float, counted: bool) -> None:
         """On a worker, after each job (the preflight's, CRD deletes' and final lists'

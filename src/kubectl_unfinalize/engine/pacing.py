@@ -56,9 +56,15 @@ MAX_HOLD = 256  # at most this many: a server that grants more later is noticed
 class Pacing:
     """Thread-safe: completed() on the workers' threads, refused() wherever a 429 is read."""
 
-    def __init__(self, cap: int, start: int = START, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        cap: int,
+        start: int = START,
+        clock: Callable[[], float] = time.monotonic,
+        load: Callable[[], int] | None = None,
+    ) -> None:
         self.cap = cap
-        self.load: Callable[[], int] | None = None  # requests in flight now (the workers' count); None: the limit
+        self._load = load  # requests in flight now (the workers' count), where a refusal's cut starts; None: the limit
         self._clock = clock
         self._limit = float(min(start, cap))
         self._slow_start = True
@@ -95,8 +101,8 @@ class Pacing:
                 self._limit = max(1.0, self._limit - 1)
                 return
             level = self.limit
-            if self.load is not None:
-                level = max(1, min(level, self.load()))
+            if self._load is not None:
+                level = max(1, min(level, self._load()))
             if self._ceiling is not None and level >= self._ceiling:
                 self._hold = min(MAX_HOLD, self._hold * 2)  # refused where it was refused before
             elif self._ceiling is not None:

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Protocol, TypeVar, cast
 
 from ..kube.port import BulkSender
-from ..net.bulk import BulkPatch
+from ..net.bulk import BulkPatch, Sink
 
 Job = Callable[[], object]
 T = TypeVar("T")
@@ -44,6 +44,7 @@ class Workers:
         limit: Callable[[], int],
         on_done: Callable[[float, bool], None],
         wake_at: Callable[[], int] | None = None,
+        bulk: Callable[[Sink], BulkSender | None] | None = None,
     ) -> None:
         self._limit = limit
         self._wake_at = wake_at or (lambda: limit() * 3 // 4)  # wake the submitter at this many in flight
@@ -58,7 +59,8 @@ class Workers:
         self._parked = 0  # jobs waiting out a Retry-After, not counted in flight
         self._thread = threading.local()  # seconds the job on this thread spent parked
         self._draining = False  # drain() waits: no job is submitted meanwhile
-        self.bulk: BulkSender | None = None  # where BulkPatch jobs go, when the cluster offers it
+        # Where BulkPatch jobs go, when the cluster offers a sender; it answers to these workers.
+        self.bulk: BulkSender | None = bulk(self) if bulk is not None else None
 
     def submit(self, job: Job) -> None:
         """Queue a job once fewer than the pacing's limit are in flight."""
@@ -231,6 +233,22 @@ class Workers:
             # time, and counted in, the first burst's refusals coming back a second later
             # read as an overloaded server and halved the limit twice (a 3-seat level).
             self.finished(started + self._thread.parked, not isinstance(job, _Uncounted))
+
+
+class Gate:
+    """What every write and outcome waits for (the RBAC preflight, asked while the first
+    list page is read): open until start(); then wait() blocks until the call has ended
+    and raises its refusal, each time it is asked."""
+
+    def __init__(self) -> None:
+        self._call: Background | None = None
+
+    def start(self, fn: Callable[..., object], *args: object) -> None:
+        self._call = Background(fn, *args)
+
+    def wait(self) -> None:
+        if self._call is not None:
+            self._call.result()
 
 
 class Background:

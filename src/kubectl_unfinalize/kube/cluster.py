@@ -43,6 +43,9 @@ class HttpCluster:
         """The same cluster under another deadline (a short grace for diagnosis)."""
         return HttpCluster(self.transport, deadline, self.listed, self.reviews)
 
+    def hand_over(self) -> None:
+        self.transport.connections.lend()
+
     def far(self) -> bool:
         round_trip = self.transport.connections.round_trip
         return round_trip is not None and round_trip >= FAR

@@ -87,6 +87,11 @@ class Cluster(Protocol):
 
     def bounded(self, deadline: Deadline) -> Cluster: ...
 
+    def hand_over(self) -> None:
+        """The connection this thread used goes to the next thread that sends (the run's
+        first list): no handshake, a round trip on a far cluster."""
+        ...
+
     def far(self) -> bool:
         """Whether the quickest exchange so far took FAR seconds or more."""
         ...
