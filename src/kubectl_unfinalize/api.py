@@ -27,9 +27,9 @@ from .resolve.manifests import read_manifests
 
 if TYPE_CHECKING:
     from .scanning.model import ScanReport  # imported by scan() alone: a teardown never needs it
+    from .scanning.options import ScanOptions
 
 Confirm = Callable[[Targets], bool]
-SCAN_TIMEOUT = 300.0
 
 
 def unfinalize(
@@ -182,15 +182,11 @@ def scan(
     the whole scan. Raises ConfigError/ClusterError when the cluster cannot be read at
     all; a type that cannot be listed is a line in `not_scanned`.
     """
-    from .kube.metadata import MetadataCluster
     from .scanning.evidence import GRACE
     from .scanning.options import ScanOptions
-    from .scanning.survey import scan as run_scan
 
     if connection is not None and (kubeconfig or context):
         raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
-    if older_than < 0 or (grace is not None and grace < 0) or concurrency < 1 or chunk_size < 1:
-        raise InputError("older_than and grace must be >= 0, concurrency and chunk_size >= 1")
     options = ScanOptions(
         namespace=namespace,
         include_live=include_live,
@@ -198,8 +194,19 @@ def scan(
         concurrency=concurrency,
         chunk_size=chunk_size,
         grace=GRACE if grace is None else grace,
+        timeout=timeout,
     )
     connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
+    return run_scan(options, connection, interrupt=interrupt)
+
+
+def run_scan(
+    options: ScanOptions, connection: ConnectionOptions, *, interrupt: threading.Event | None = None
+) -> ScanReport:
+    """scan() over options already made (the command line makes them from its flags)."""
+    from .kube.metadata import MetadataCluster
+    from .scanning.survey import scan as survey
+
     with connect(connection) as transport:
-        cluster = MetadataCluster(transport, Deadline(SCAN_TIMEOUT if timeout is None else timeout, interrupt))
-        return run_scan(cluster, options)
+        cluster = MetadataCluster(transport, Deadline(options.deadline_seconds, interrupt))
+        return survey(cluster, options)

@@ -105,7 +105,7 @@ class Selection:
         if named and listed:
             raise InputError("NAME and -l (or --field-selector) cannot be combined (kubectl has the same rule)")
         if named and self.all_namespaces:
-            raise InputError("-A selects by label across namespaces; a NAME is looked up in one namespace (-n)")
+            raise InputError("-A cannot be combined with NAME: a name is looked up in one namespace (use -n)")
         if listed and not self.resource:
             raise InputError("a selector for objects needs a resource type: TYPE -l SELECTOR")
 
@@ -132,10 +132,7 @@ class Options:
     def __post_init__(self) -> None:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))
         object.__setattr__(self, "finalizers", tuple(self.finalizers))
-        if self.concurrency < 1 or self.chunk_size < 1:
-            raise InputError("--concurrency and --chunk-size must be at least 1")
-        if self.timeout is not None and self.timeout <= 0:
-            raise InputError("--timeout must be greater than 0")
+        check_bounds(self.concurrency, self.chunk_size, self.timeout)
         if not self.wait and not self.delete:
             raise InputError("--wait only applies with --delete")
         if any(not f.strip() for f in self.finalizers):
@@ -152,6 +149,14 @@ class Options:
         if self.finalizers:
             return [f for f in finalizers if f in self.finalizers and f != CRD_CLEANUP]
         return [f for f in finalizers if f not in BUILTIN]
+
+
+def check_bounds(concurrency: int, chunk_size: int, timeout: float | None) -> None:
+    """The bounds every run and scan shares."""
+    if concurrency < 1 or chunk_size < 1:
+        raise InputError("--concurrency and --chunk-size must be at least 1")
+    if timeout is not None and timeout <= 0:
+        raise InputError("--timeout must be greater than 0")
 
 
 @dataclass(frozen=True)

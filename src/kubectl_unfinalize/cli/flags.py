@@ -206,6 +206,8 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
     args = build_parser(prog).parse_args(normalize_argv(argv))
     if args.version:
         return args
+    if args.namespace and args.all_namespaces:
+        raise UsageError("-n and -A cannot be combined")
     if args.words and args.words[0].lower() in SCAN_WORDS:
         problem = scan_problem(args)
         if problem:
@@ -238,8 +240,6 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Nam
         raise UsageError("--category applies to crd")
     if args.filename and (args.words or args.group):
         raise UsageError("-f cannot be combined with crd NAME, ns NAME or --group")
-    if args.namespace and args.all_namespaces:
-        raise UsageError("-n and -A cannot be combined")
     if args.interactive and args.dry_run != "none":
         raise UsageError("-i asks before changing anything, and a dry run changes nothing: use one of them")
     if args.interactive and args.output in ("json", "yaml"):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._version import __version__
-from ..errors import ExitStatus, UnfinalizeError
+from ..errors import ExitStatus, InputError, UnfinalizeError
 from .flags import UsageError, build_parser, is_scan, parse
 from .process import Stopped, err, print_traceback, signals_stop
 
@@ -152,7 +152,10 @@ def _run(args: argparse.Namespace) -> int:
     from .flags import to_options, to_selection
     from .output import ProgressDisplay
 
-    selection, options = to_selection(args), to_options(args)
+    try:  # the rules the Python API shares live in the option classes: a usage error here
+        selection, options = to_selection(args), to_options(args)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     connection = to_connection_options(args, log=err)
     color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     progress = None if args.quiet else ProgressDisplay()

@@ -7,31 +7,35 @@ import signal
 import sys
 import threading
 
-from ..errors import ExitStatus, UnfinalizeError
+from ..errors import ExitStatus, InputError, UnfinalizeError
+from .flags import UsageError
 from .process import Stopped, err, signals_stop
 
 SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each holds one page in memory
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import scan
+    from ..api import run_scan
+    from ..scanning.options import ScanOptions
     from .connection_flags import to_connection_options
     from .scan_output import render, stderr_lines
 
+    try:
+        options = ScanOptions(
+            namespace=args.namespace,
+            include_live=args.include_live,
+            older_than=args.older_than,
+            concurrency=min(args.concurrency, SCAN_LISTS),
+            chunk_size=args.chunk_size,
+            timeout=args.timeout,
+        )
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     connection = to_connection_options(args, log=err)
     interrupt = threading.Event()
     with signals_stop(interrupt) as stop:
         try:
-            report = scan(
-                namespace=args.namespace,
-                include_live=args.include_live,
-                older_than=args.older_than,
-                concurrency=min(args.concurrency, SCAN_LISTS),
-                chunk_size=args.chunk_size,
-                timeout=args.timeout,
-                connection=connection,
-                interrupt=interrupt,
-            )
+            report = run_scan(options, connection, interrupt=interrupt)
         except UnfinalizeError:
             if interrupt.is_set():
                 raise Stopped(stop.signum) from None

@@ -12,8 +12,9 @@ RESERVED_WORDS = ("scan",)  # commands: never read as a resource type
 
 
 def type_form_error(args: argparse.Namespace) -> str | None:
-    """What is wrong with a TYPE NAME..., TYPE/NAME... or TYPE -l command line, if anything
-    (kubectl's rules); the parser raises it as a usage error."""
+    """What is wrong with a TYPE NAME..., TYPE/NAME... or TYPE -l command line that only a
+    command line can get wrong, if anything (kubectl's rules); the parser raises it as a
+    usage error."""
     first = args.words[0]
     if first.lower() in RESERVED_WORDS:
         return f"{first!r} is a command, not a resource type"
@@ -24,12 +25,7 @@ def type_form_error(args: argparse.Namespace) -> str | None:
             return "use TYPE NAME... or TYPE/NAME..., not both in one command (kubectl's rule)"
     elif not (args.words[1:] or args.selector or args.field_selector):
         return f"{first} needs NAME..., -l SELECTOR or --field-selector"
-    named = "/" in first or args.words[1:]
-    if named and (args.selector or args.field_selector):
-        return "NAME and -l (or --field-selector) cannot be combined (kubectl has the same rule)"
-    if named and args.all_namespaces:
-        return "-A cannot be combined with NAME: a name is looked up in one namespace (use -n)"
-    return None
+    return None  # the rules the Python API shares are Selection's (options.py)
 
 
 def type_selection(args: argparse.Namespace) -> Selection:
