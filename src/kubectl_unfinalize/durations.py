@@ -1,10 +1,11 @@
-"""Durations spelled the way kubectl and Go spell them (90s, 2m, 1h30m, 500ms)."""
+"""Durations spelled the way kubectl and Go spell them (90s, 2m, 1h30m, 500ms), read from
+the command line and written in reports; the command line and scan share them."""
 
 from __future__ import annotations
 
 import re
 
-from ..errors import InputError
+from .errors import InputError
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -30,3 +31,12 @@ def format_seconds(seconds: float) -> str:
     if seconds < 10:
         return f"{seconds:.1f}s"
     return f"{seconds:.0f}s"
+
+
+def ago(seconds: float) -> str:
+    """3d, 5h, 12m, 4s: the largest unit, as kubectl prints ages."""
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -1,6 +1,6 @@
 import pytest
 
-from kubectl_unfinalize.cli.durations import parse_duration
+from kubectl_unfinalize.durations import parse_duration
 from kubectl_unfinalize.errors import InputError
 
 

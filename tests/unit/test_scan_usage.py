@@ -35,3 +35,16 @@ def test_help_describes_scan_its_verdicts_and_exit_codes():
     assert "scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all]" in text
     for needle in ("working ", "alive ", "pending ", "built-in ", "stuck ", "docs/scan.schema.json", "CI gate"):
         assert needle in text, needle
+
+
+def test_the_thresholds_the_help_and_readme_state_are_the_ones_scan_judges_by():
+    from pathlib import Path
+
+    from kubectl_unfinalize.cli.scan_flags import SCAN_EPILOG
+    from kubectl_unfinalize.scanning.evidence import ALIVE_PATIENCE, BUILTIN_PATIENCE, GRACE, WORKING
+
+    assert f"within {WORKING / 60:g}m" in SCAN_EPILOG and f"less than {GRACE:g}s ago" in SCAN_EPILOG
+    assert f"(for {ALIVE_PATIENCE / 60:g}m)" in SCAN_EPILOG and f"stuck after {BUILTIN_PATIENCE / 60:g}m" in SCAN_EPILOG
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    assert f"within {WORKING / 60:g} minutes" in readme and f"deleted under {GRACE:g} s ago" in readme
+    assert f"stuck after {BUILTIN_PATIENCE / 60:g} minutes" in readme

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from ..durations import parse_duration
 from ..errors import InputError
 from ..options import ConnectionOptions
-from .durations import parse_duration
 
 
 def parse_bool(value: str) -> bool:

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from typing import IO
 
+from ..durations import format_seconds
 from ..model import CRD_RESOURCE, Action, Outcome, Progress, Report, Targets
 from ..options import DryRun
-from .durations import format_seconds
 
 _VERBS = {
     Action.UNFINALIZED: "unfinalized",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..durations import ago
+from ..scanning.evidence import ALIVE_PATIENCE, BUILTIN_PATIENCE, GRACE, WORKING
 from .connection_flags import duration
 
 SCAN_WORDS = ("scan",)
@@ -21,7 +23,7 @@ NOT_FOR_SCAN = {
     "interactive": "-i",
 }
 
-SCAN_EPILOG = """\
+SCAN_EPILOG = f"""\
 scan (read-only): kubectl unfinalize scan [-n NS|-A] [-o text|wide|json|yaml]
 [--older-than DURATION] [--all] lists every object being deleted and still held by
 finalizers, in every resource type the server serves (built-in, custom, aggregated),
@@ -34,10 +36,10 @@ scanned. -o json|yaml prints one document (docs/scan.schema.json). Exit 0 when n
 is stuck, 1 when something is: a CI gate for "the teardown left nothing behind".
 
 scan verdicts:
-  working   the finalizer's field manager wrote after the deletion, within 2m
-  alive     a Lease or kopf peering entry matching the controller is fresh (for 15m)
-  pending   deleted less than 30s ago, no evidence either way yet
-  built-in  a Kubernetes controller's finalizer, waiting (stuck after 10m)
+  working   the finalizer's field manager wrote after the deletion, within {ago(WORKING)}
+  alive     a Lease or kopf peering entry matching the controller is fresh (for {ago(ALIVE_PATIENCE)})
+  pending   deleted less than {ago(GRACE)} ago, no evidence either way yet
+  built-in  a Kubernetes controller's finalizer, waiting (stuck after {ago(BUILTIN_PATIENCE)})
   stuck     none of the above; the group is followed by the command that frees it
 
 scan commands: crd NAME --delete for a Terminating CRD's objects; crd NAME
@@ -74,10 +76,4 @@ def scan_problem(args: argparse.Namespace) -> str:
         return f"scan reads only: {', '.join(used)} do not apply"
     if args.output == "name":
         return "scan prints -o text, wide, json or yaml, not name"
-    if args.namespace and args.all_namespaces:
-        return "-n and -A cannot be combined"
-    if args.timeout is not None and args.timeout <= 0:
-        return "--timeout must be greater than 0"
-    if args.concurrency < 1 or args.chunk_size < 1:
-        return "--concurrency and --chunk-size must be at least 1"
     return ""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from ..durations import ago, format_seconds
 from ..scanning.model import Group, ScanReport
-from .durations import format_seconds
 
 SHOWN_NAMESPACES = 3
 
@@ -19,14 +19,6 @@ def render(report: ScanReport, output: str) -> str:
 
         return str(yaml.safe_dump(report.to_dict(), sort_keys=False, default_flow_style=False))
     return "".join(line + "\n" for line in lines(report, wide=output == "wide"))
-
-
-def age(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def _namespaces(group: Group) -> str:
@@ -51,7 +43,7 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
             if group.finalizer != finalizer:
                 finalizer = group.finalizer
                 yield f"{finalizer}  (owner: {group.owner.split('; ')[0]})"
-            oldest = age(group.oldest_seconds) if group.terminating else "-"
+            oldest = ago(group.oldest_seconds) if group.terminating else "-"
             yield (
                 f"  {group.resource:<{width}} {group.count:>6}  {oldest:<7} {_namespaces(group):<28} {group.verdict}"
             )
@@ -75,7 +67,7 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
         for crd in report.crds:
             conversion = crd.conversion + (f" ({crd.webhook})" if wide and crd.webhook else "")
             instances = str(crd.instances) if crd.instances >= 0 else "?"
-            yield f"{crd.name:<{width}} {age(crd.seconds):<6} {instances:>8}  {conversion:<11} {crd.verdict}"
+            yield f"{crd.name:<{width}} {ago(crd.seconds):<6} {instances:>8}  {conversion:<11} {crd.verdict}"
             for command in crd.commands:
                 yield f"      free: {command}"
     if report.namespaces:
@@ -83,7 +75,7 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
         width = max(len(n.name) for n in report.namespaces) + 2
         yield f"{'NAMESPACE (Terminating)':<{max(width, 25)}} {'AGE':<6} VERDICT"
         for ns in report.namespaces:
-            yield f"{ns.name:<{max(width, 25)}} {age(ns.seconds):<6} {ns.verdict}"
+            yield f"{ns.name:<{max(width, 25)}} {ago(ns.seconds):<6} {ns.verdict}"
             if wide:
                 for condition in ns.conditions:
                     yield f"      condition {condition}"

@@ -3,15 +3,15 @@
 Leases, kopf peering), never from names of Deployments. Pure functions over what
 survey.py read, so the verdicts are unit-tested on plain data.
 
-Thresholds (seconds), chosen for controllers that watch what they own:
-- GRACE (30): a live controller's watch delivers a deletion at once and it writes (removes
+Thresholds (seconds, below), chosen for controllers that watch what they own:
+- GRACE: a live controller's watch delivers a deletion at once and it writes (removes
   the finalizer, or records a retry) within seconds; an object deleted less than this ago
   with no evidence either way is `pending`, not stuck.
-- WORKING (120): a write by the finalizer's manager after the deletion, this recent, is a
+- WORKING: a write by the finalizer's manager after the deletion, this recent, is a
   controller at work (kopf records each retry; controller-runtime updates status).
-- ALIVE_PATIENCE (900): a controller whose Lease or kopf peering entry is fresh, but that
+- ALIVE_PATIENCE: a controller whose Lease or kopf peering entry is fresh, but that
   wrote nothing since the deletion for this long, is reported stuck anyway.
-- BUILTIN_PATIENCE (600): a built-in controller's finalizer still there after this long
+- BUILTIN_PATIENCE: a built-in controller's finalizer still there after this long
   waits for something that will not happen by itself (a pod using a claim, a load balancer).
 - A Lease is fresh when renewed within twice its leaseDurationSeconds (at least 30 s); a
   kopf peer when seen within its own lifetime.
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import finalizers
+from ..durations import ago
 from .model import State
 from .tally import Tally, timestamp
 
@@ -126,15 +127,6 @@ def matching_leases(leases: Iterable[Lease], words: set[str], builtin: bool) -> 
         if any(w in text for w in words) or (builtin and lease.name == finalizers.KCM):
             found.append(lease)
     return found
-
-
-def ago(seconds: float) -> str:
-    """3d, 5h, 12m, 4s: the largest unit, as kubectl prints ages."""
-    seconds = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 @dataclass

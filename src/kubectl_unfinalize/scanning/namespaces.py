@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..durations import ago
 from ..errors import UnfinalizeError
 from ..kube.paging import ListQuery
 from ..kube.status import true_conditions
 from ..model import NAMESPACE_RESOURCE, namespace_ref
-from . import evidence
 from .commands import namespace_commands
 from .model import Group, TerminatingNamespace
 from .options import ScanOptions
@@ -60,7 +60,7 @@ def judge(
     reasons += [f"{g.count} {g.resource} held by {g.finalizer}" for g in stuck_inside]
     if meta.get("finalizers"):
         reasons.append(f"finalizers {list(meta['finalizers'])}")
-    waited = evidence.ago(seconds)
+    waited = ago(seconds)
     if seconds > grace and (reasons or seconds > NAMESPACE_PATIENCE):
         if inside and not stuck_inside and not apiservices and seconds <= NAMESPACE_PATIENCE:
             verdict, stuck = f"working: Terminating for {waited}; " + ", ".join(g.verdict for g in inside), False

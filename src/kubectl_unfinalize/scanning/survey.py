@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import finalizers
+from ..durations import ago
 from ..errors import Forbidden, UnfinalizeError
 from ..kube.discovery import Discovery
 from ..kube.paging import ListQuery
@@ -230,12 +231,12 @@ class _Context:
             stuck = False
         elif seconds > self.options.grace:
             left = f"{instances} objects left" if instances >= 0 else "its objects cannot be listed"
-            verdict = f"stuck: Terminating for {evidence.ago(seconds)}; {left}"
+            verdict = f"stuck: Terminating for {ago(seconds)}; {left}"
             if conversion == "Webhook":
                 verdict += f"; conversion webhook {webhook}"
             stuck = True
         else:
-            verdict, stuck = f"{State.PENDING.value}: Terminating for {evidence.ago(seconds)}", False
+            verdict, stuck = f"{State.PENDING.value}: Terminating for {ago(seconds)}", False
         commands = crd_commands(name) if stuck else []
         return TerminatingCrd(name, seconds, instances, conversion, webhook, verdict, stuck, commands)
 
