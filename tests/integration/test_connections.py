@@ -65,7 +65,7 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
                     back.append(exc)
 
             headers = transport.headers("application/json", "application/merge-patch+json")
-            bulk = Bulk(transport.connections, lambda: headers, lambda: 10.0, lambda sent: None, Sink(), 8)
+            bulk = Bulk(transport.connections, lambda: headers, lambda: 10.0, lambda sent, retry_after: 0.0, Sink(), 8)
             try:
                 bulk.warm(len(names))
                 deadline = time.monotonic() + 10

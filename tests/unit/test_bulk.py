@@ -13,6 +13,7 @@ import time
 import pytest
 from loopback import OK, Late, LoopbackServer, RecordingSink, chunked
 
+from kubectl_unfinalize.kube.transport import throttled_wait
 from kubectl_unfinalize.net.bulk import Bulk, BulkPatch
 from kubectl_unfinalize.net.connections import Connections, Endpoint
 
@@ -29,12 +30,17 @@ def patch(path: str, done: list[str] | None = None) -> BulkPatch:
     )
 
 
+def unthrottled(sent: float, retry_after: str | None) -> float:
+    raise AssertionError("no 429 is sent in this test")
+
+
 class Counted:
     def __init__(self) -> None:
         self.pushbacks = 0
 
-    def __call__(self, sent: float) -> None:
+    def __call__(self, sent: float, retry_after: str | None) -> float:
         self.pushbacks += 1
+        return throttled_wait(retry_after)
 
 
 def run(script, paths: list[str], timeout: float = 5.0, cap: int = 4):
@@ -114,7 +120,14 @@ def test_when_no_connection_can_be_opened_everything_goes_back_unsent():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sink = RecordingSink()
-    bulk = Bulk(Connections(Endpoint(f"http://127.0.0.1:{port}")), lambda: b"", lambda: 1.0, lambda: None, sink, 2)
+    bulk = Bulk(
+        Connections(Endpoint(f"http://127.0.0.1:{port}")),
+        lambda: b"",
+        lambda: 1.0,
+        lambda sent, retry_after: 0.0,
+        sink,
+        2,
+    )
     for i in range(3):
         bulk.put(patch(f"/o/{i}"))
     assert sink.wait(3)
@@ -127,7 +140,7 @@ def test_after_close_or_a_bug_a_patch_goes_to_the_workers(closed):
     sink = RecordingSink()
     headers = (lambda: b"") if closed else (lambda: 1 / 0)  # a bug when the first patch is sent
     with LoopbackServer(lambda method, path: OK) as server:
-        bulk = Bulk(Connections(Endpoint(server.url)), headers, lambda: 1.0, lambda: None, sink, 2)
+        bulk = Bulk(Connections(Endpoint(server.url)), headers, lambda: 1.0, unthrottled, sink, 2)
         if closed:
             bulk.close()
         bulk.put(patch("/o/1"))
@@ -146,7 +159,14 @@ def test_patches_waiting_for_a_connection_go_back_when_one_cannot_be_opened():
         timeouts = itertools.cycle([0.1, 0.25])  # openers overlap: one always under way
         sink = RecordingSink()
         url = server.url.replace("http:", "https:")
-        bulk = Bulk(Connections(Endpoint(url, context)), lambda: b"", lambda: next(timeouts), lambda: None, sink, 2)
+        bulk = Bulk(
+            Connections(Endpoint(url, context)),
+            lambda: b"",
+            lambda: next(timeouts),
+            lambda sent, retry_after: 0.0,
+            sink,
+            2,
+        )
         for i in range(3):
             bulk.put(patch(f"/o/{i}"))
         started = time.monotonic()
@@ -162,7 +182,7 @@ def test_an_idle_connection_the_server_closed_is_not_used_again():
     with LoopbackServer(lambda method, path: OK) as server:
         server.close_after_answer = True  # as an API server does with an idle connection, in time
         sink = RecordingSink()
-        bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, lambda: None, sink, 1)
+        bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, unthrottled, sink, 1)
         for i in range(3):
             bulk.put(patch(f"/o/{i}"))
             assert sink.wait(1, timeout=5), f"patch {i} was not recorded"
@@ -178,7 +198,7 @@ def test_released_connections_serve_other_threads_and_come_back():
     with LoopbackServer(lambda method, path: OK) as server:
         connections = Connections(Endpoint(server.url))
         sink = RecordingSink()
-        bulk = Bulk(connections, lambda: b"", lambda: 2.0, lambda: None, sink, 2)
+        bulk = Bulk(connections, lambda: b"", lambda: 2.0, unthrottled, sink, 2)
         for i in range(20):
             bulk.put(patch(f"/o/{i}"))
         assert sink.wait(20, timeout=5)
@@ -224,7 +244,7 @@ def test_connections_warmed_and_given_away_are_not_opened_again():
     with LoopbackServer(lambda method, path: OK) as server:
         connections = Connections(Endpoint(server.url))
         sink = RecordingSink()
-        bulk = Bulk(connections, lambda: b"", lambda: 2.0, lambda: None, sink, 4)
+        bulk = Bulk(connections, lambda: b"", lambda: 2.0, unthrottled, sink, 4)
         bulk.warm(4)
         deadline = time.monotonic() + 5
         while server.connections < 4 and time.monotonic() < deadline:

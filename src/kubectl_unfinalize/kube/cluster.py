@@ -61,7 +61,7 @@ class HttpCluster:
             transport.connections,
             partial(transport.headers, METADATA_OBJECT, MERGE_PATCH),
             partial(transport.timeout, self.deadline),
-            transport.pushed_back,
+            transport.throttled,
             sink,
             cap,
         )

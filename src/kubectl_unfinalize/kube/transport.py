@@ -118,6 +118,12 @@ class Transport:
         if self.on_refused is not None:
             self.on_refused(sent)
 
+    def throttled(self, sent: float, retry_after: str | None) -> float:
+        """A bulk patch sent at `sent` was answered 429: counted as any request's, and
+        the seconds it waits before it goes again (its Retry-After, capped as here)."""
+        self.pushed_back(sent)
+        return throttled_wait(retry_after)
+
     def authorization(self) -> str | None:
         """The Authorization header's value now (an exec plugin's token is refreshed)."""
         if self._auth is None:
@@ -235,10 +241,20 @@ def _backoff(attempt: int) -> float:
     return base * (0.5 + random.random() / 2)
 
 
+def throttled_wait(retry_after: str | float | None) -> float:
+    """A 429's Retry-After as this client waits it: at most MAX_THROTTLED; 0 without one
+    (the caller's own retry rules apply then)."""
+    try:
+        return min(max(float(retry_after or 0), 0.0), MAX_THROTTLED)
+    except ValueError:
+        return 0.0
+
+
 def _retry_delay(error: ApiError, attempt: int) -> float:
     if error.retry_after is not None:
-        cap = MAX_THROTTLED if error.status == 429 else MAX_RETRY_AFTER
-        return min(max(float(error.retry_after), 0.0), cap)
+        if error.status == 429:
+            return throttled_wait(error.retry_after)
+        return min(max(float(error.retry_after), 0.0), MAX_RETRY_AFTER)
     return _backoff(attempt)
 
 

@@ -35,7 +35,6 @@ from .connections import Connections
 from .wire import READ_SIZE, Parser, ProtocolError, Wire, request_head
 
 WAKE = b"."
-MAX_THROTTLED = 1.0  # the longest Retry-After a refused patch waits, as the transport's (see there)
 LOOK_EVERY = 0.1  # seconds between looks for overdue answers
 
 
@@ -83,7 +82,7 @@ class Bulk:
         connections: Connections,
         headers: Callable[[], bytes],
         timeout: Callable[[], float],
-        on_pushback: Callable[[float], None],  # a 429: told when the refused patch was sent
+        on_pushback: Callable[[float, str | None], float],  # a 429: when it was sent, its Retry-After -> the wait
         sink: Sink,
         cap: int,
     ) -> None:
@@ -269,8 +268,7 @@ class Bulk:
             self._idle.append(conn)
         if not 200 <= answer.status < 300:
             if answer.status == 429:  # that patch waits its Retry-After out, not the others
-                self._on_pushback(conn.started)
-                self._sink.requeue(job, _retry_after(answer.headers))
+                self._sink.requeue(job, self._on_pushback(conn.started, answer.headers.get("retry-after")))
                 return
             self._sink.requeue(job)  # answered: not applied, the workers send it afresh
             return
@@ -331,11 +329,3 @@ class Bulk:
                 opened.close()
         for closable in (self._selector, self._wake_r, self._wake_w):
             closable.close()
-
-
-def _retry_after(headers: dict[str, str]) -> float:
-    """A 429's Retry-After in seconds (0 without one: the workers' retry rules apply)."""
-    try:
-        return min(max(float(headers.get("retry-after", 0)), 0.0), MAX_THROTTLED)
-    except ValueError:
-        return 0.0
