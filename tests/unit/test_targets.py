@@ -47,6 +47,11 @@ def test_short_name_and_group_qualified_short_name():
     assert [c.name for c in match_name("wg.b.example.com", CRDS)] == ["widgets.b.example.com"]
 
 
+def test_a_plural_beats_another_crds_short_name_as_kubectl_decides():
+    gadgets = crd("gadgets", "Gadget", "c.example.com", ("daskclusters",))
+    assert [c.name for c in match_name("daskclusters", [*CRDS, gadgets])] == ["daskclusters.kubernetes.dask.org"]
+
+
 class CrdCluster:
     """GET and list of CRDs, counting the requests."""
 

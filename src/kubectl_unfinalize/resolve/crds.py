@@ -11,9 +11,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InputError
+from ..kube.discovery import ServedType
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..model import CRD, CRD_RESOURCE, Resource, crd_ref
+from .types import did_you_mean, match_type
 
 
 def in_categories(crd: CRD, categories: Iterable[str]) -> bool:
@@ -63,23 +65,15 @@ def _aliases(crd: CRD) -> set[str]:
 
 
 def match_name(name: str, crds: Iterable[CRD]) -> list[CRD]:
-    """Every CRD `name` could mean; the caller decides what 0 or >1 matches mean."""
+    """Every CRD `name` could mean: its full name, else what kubectl would take it for
+    among the CRDs' types (resolve/types.py's rules); the caller decides what 0 or >1 mean."""
     crds = list(crds)
-    wanted = name.lower()
-    exact = [c for c in crds if c.name.lower() == wanted]
+    exact = [c for c in crds if c.name.lower() == name.strip().lower()]
     if exact:
         return exact
-    found = [c for c in crds if wanted in _aliases(c)]
-    if "." in wanted:
-        head, _, group = wanted.partition(".")
-        # kubectl also accepts resource.version.group
-        version, _, rest = group.partition(".")
-        for crd in crds:
-            g = crd.resource.group.lower()
-            if head in _aliases(crd) and (g == group or (g == rest and version == crd.resource.version)):
-                found.append(crd)
-    unique = {c.name: c for c in found}
-    return list(unique.values())
+    by_type = {(c.resource.group, c.resource.plural): c for c in crds}
+    served = [ServedType(c.resource, c.singular, c.short_names, c.categories) for c in crds]
+    return [by_type[(t.resource.group, t.resource.plural)] for t in match_type(name, served)]
 
 
 GET_AT_MOST = 3
@@ -116,9 +110,5 @@ def resolve_names(cluster: Cluster, names: list[str]) -> list[CRD]:
 
 
 def _unknown(name: str, crds: list[CRD]) -> str:
-    vocabulary = sorted({c.name for c in crds} | {a for c in crds for a in _aliases(c)})
-    import difflib  # only to suggest a name: most runs never need it
-
-    close = difflib.get_close_matches(name.lower(), vocabulary, n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    hint = did_you_mean(name, {c.name for c in crds} | {a for c in crds for a in _aliases(c)})
     return f"no CustomResourceDefinition matches {name!r}{hint}"

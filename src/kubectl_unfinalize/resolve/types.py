@@ -76,13 +76,17 @@ def unknown_type(word: str, discovery: Discovery) -> str:
             f"{word!r} is a category, not a resource type: name one of its types"
             f" (or use 'crd --category {wanted}' to select its CRDs)"
         )
-    vocabulary = sorted({a for t in discovery.types for a in (*t.names, t.resource.qualified)})
-    import difflib  # only to suggest a name: most runs never need it
-
-    close = difflib.get_close_matches(wanted, vocabulary, n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    hint = did_you_mean(wanted, {a for t in discovery.types for a in (*t.names, t.resource.qualified)})
     unavailable = f" (not answering now: {', '.join(discovery.unavailable)})" if discovery.unavailable else ""
     return f"the server has no resource type {word!r}{hint}{unavailable}"
+
+
+def did_you_mean(word: str, vocabulary: Iterable[str]) -> str:
+    """ "; did you mean X or Y?" for the names closest to a word that matched nothing, or ""."""
+    import difflib  # only to suggest a name: most runs never need it
+
+    close = difflib.get_close_matches(word.strip().lower(), sorted(vocabulary), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def split_type_name(word: str) -> tuple[str, str]:
