@@ -210,3 +210,32 @@ def run_scan(
     with connect(connection) as transport:
         cluster = MetadataCluster(transport, Deadline(options.deadline_seconds, interrupt))
         return survey(cluster, options)
+
+
+def names(kind: str, connection: ConnectionOptions, *, namespace: str | None = None, limit: int = 500) -> list[str]:
+    """What shell completion offers: "crds" and "namespaces" (one metadata-only list),
+    "contexts" (the kubeconfig's, no request), "types" (as kubectl api-resources -o name)
+    and "categories" (discovery), or "objects:TYPE" (the first `limit` names of TYPE's
+    objects in `namespace`, else the kubeconfig's)."""
+    from .kube.discovery import Discovery
+    from .kube.paging import ListQuery
+    from .model import CRD_RESOURCE, NAMESPACE_RESOURCE
+    from .resolve.types import resolve_type
+
+    if kind == "contexts":
+        from .kube.config import context_names
+
+        return context_names(connection)
+    with connect(connection) as transport:
+        cluster = HttpCluster(transport, Deadline(None))
+        if kind in ("crds", "namespaces"):
+            listed = CRD_RESOURCE if kind == "crds" else NAMESPACE_RESOURCE
+            return [meta.ref.name for page in cluster.list_meta(listed, ListQuery(limit=limit)) for meta in page]
+        discovery = Discovery.from_groups(cluster.api_discovery())
+        if kind == "types":
+            return discovery.words()
+        if kind == "categories":
+            return sorted({c for t in discovery.types for c in t.categories})
+        resource = resolve_type(kind.removeprefix("objects:"), discovery)
+        query = ListQuery(namespace=(namespace or transport.namespace) if resource.namespaced else None, limit=limit)
+        return [meta.ref.name for meta in next(iter(cluster.list_meta(resource, query)), [])]

@@ -220,10 +220,11 @@ class _ApiServer(http.server.BaseHTTPRequestHandler):
     requests: list = []
 
     def do_GET(self):  # noqa: N802 - http.server's name
-        type(self).requests.append((self.path, self.headers.get("Accept"), self.headers.get("Authorization")))
+        path = self.path.partition("?")[0]
+        type(self).requests.append((path, self.headers.get("Accept"), self.headers.get("Authorization")))
         names = {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions": CRDS, "/api/v1/namespaces": ["default"]}
-        body = json.dumps({"items": [{"metadata": {"name": n}} for n in names.get(self.path, [])]}).encode()
-        self.send_response(200 if self.path in names else 404)
+        body = json.dumps({"items": [{"metadata": {"name": n}} for n in names.get(path, [])]}).encode()
+        self.send_response(200 if path in names else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

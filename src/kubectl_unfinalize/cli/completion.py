@@ -211,61 +211,18 @@ def _safe_list(lister: Lister, kind: str, values: dict[str, object]) -> list[str
 
 def list_names(kind: str, values: dict[str, object]) -> list[str]:
     """Names of CRDs, namespaces (one quick metadata-only list), kubeconfig contexts,
-    resource types, or a type's objects."""
-    if kind == "contexts":
-        return _contexts(values)
+    resource types, their categories, or a type's objects ("objects:TYPE")."""
     import warnings
 
     warnings.simplefilter("ignore")  # e.g. InsecureRequestWarning must not reach the terminal
-    from ..kube.cluster import METADATA_LIST
-    from ..kube.config import connect
+    from ..api import names
 
+    if kind == "contexts":
+        kubeconfig = values.get("kubeconfig")
+        return names(kind, ConnectionOptions(kubeconfig=str(kubeconfig) if kubeconfig else None))
     options = to_connection_options(values, request_timeout=CLUSTER_TIMEOUT, verbosity=0)
-    if kind in (TYPES, CATEGORIES) or kind.startswith(OBJECTS):
-        return _typed_names(kind, values, options)
-    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" if kind == "crds" else "/api/v1/namespaces"
-    with connect(options) as transport:
-        body = transport.request("GET", path, accept=METADATA_LIST, idempotent=True)
-    return [item["metadata"]["name"] for item in (body or {}).get("items") or []]
-
-
-def _typed_names(kind: str, values: dict[str, object], options: ConnectionOptions) -> list[str]:
-    """Resource types or their categories (aggregated discovery: two requests), or the
-    names of one type's objects in the namespace (-n, else the kubeconfig's): discovery
-    and one list page."""
-    from ..deadline import Deadline
-    from ..kube.cluster import HttpCluster
-    from ..kube.config import connect
-    from ..kube.discovery import Discovery
-    from ..kube.paging import ListQuery
-    from ..resolve.types import resolve_type
-
-    with connect(options) as transport:
-        cluster = HttpCluster(transport, Deadline(None))
-        discovery = Discovery.from_groups(cluster.api_discovery())
-        if kind == TYPES:
-            return discovery.words()
-        if kind == CATEGORIES:
-            return sorted({c for t in discovery.types for c in t.categories})
-        resource = resolve_type(kind.removeprefix(OBJECTS), discovery)
-        namespace = str(values.get("namespace") or transport.namespace)
-        query = ListQuery(namespace=namespace if resource.namespaced else None, limit=NAMES_LISTED)
-        first = next(iter(cluster.list_meta(resource, query)), [])
-        return [meta.ref.name for meta in first]
-
-
-def _contexts(values: dict[str, object]) -> list[str]:
-    import yaml
-
-    from ..kube.config import ConnectionOptions, kubeconfig_paths
-
-    names = []
-    kubeconfig = values.get("kubeconfig")
-    for path in kubeconfig_paths(ConnectionOptions(kubeconfig=str(kubeconfig) if kubeconfig else None)):
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-        names += [c.get("name") for c in data.get("contexts") or [] if c.get("name")]
-    return list(dict.fromkeys(names))
+    namespace = str(values["namespace"]) if values.get("namespace") else None
+    return names(kind, options, namespace=namespace, limit=NAMES_LISTED)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

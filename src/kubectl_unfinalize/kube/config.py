@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError, yaml_problem
 from ..net.connections import Connections, Endpoint
 from ..options import ConnectionOptions
+from . import kubeconfig
 from .kubeconfig import StaticConfig, static_config
 from .proxies import proxy_for
 from .transport import Transport
@@ -157,6 +158,11 @@ def _through_client(options: ConnectionOptions) -> Transport:
         return settings["value"] if settings else None
 
     return _transport(options, endpoint, auth, namespace, context)
+
+
+def context_names(options: ConnectionOptions) -> list[str]:
+    """The contexts of the kubeconfig `options` name (or KUBECONFIG's, or the default one)."""
+    return kubeconfig.context_names(kubeconfig_paths(options))
 
 
 def kubeconfig_paths(options: ConnectionOptions) -> list[str]:

@@ -48,6 +48,12 @@ def static_config(options: ConnectionOptions, paths: list[str]) -> StaticConfig 
         return None  # the kubernetes client's loader will say what is wrong
 
 
+def context_names(paths: list[str]) -> list[str]:
+    """Every context the kubeconfig files define, in kubectl's merge order (the first
+    file that names one defines it)."""
+    return list(_merged([_read(path) for path in paths], "contexts", "context"))
+
+
 def _read(path: str) -> dict[str, Any]:
     from ..yamlload import module, safe_loader
 
