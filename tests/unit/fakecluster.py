@@ -17,12 +17,24 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kubectl_unfinalize.deadline import Deadline
+from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
 from kubectl_unfinalize.kube.paging import Listed, ListQuery
 from kubectl_unfinalize.kube.port import Cluster, Deleted
-from kubectl_unfinalize.model import CRD, CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectMeta, ObjectRef, Resource
+from kubectl_unfinalize.model import (
+    CRD,
+    CRD_RESOURCE,
+    NAMESPACE_RESOURCE,
+    ObjectMeta,
+    ObjectRef,
+    Outcome,
+    Progress,
+    Report,
+    Resource,
+    Targets,
+)
 from kubectl_unfinalize.net.bulk import BulkPatch, Sink
-from kubectl_unfinalize.options import DryRun
+from kubectl_unfinalize.options import DryRun, Options
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 WIDGET_CRD = CRD("widgets.example.com", WIDGETS)
@@ -420,6 +432,22 @@ class FakeBulk:
             job.done()
         finally:
             self.sink.finished(started)
+
+
+def run_engine(
+    cluster: FakeCluster,
+    targets: Targets | None = None,
+    outcomes: Callable[[Outcome], None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    **options: Any,
+) -> Report:
+    """One engine run over `targets` (default: the widgets CRD), with no settling and a
+    quick poll unless the test says otherwise."""
+    options.setdefault("settle", 0)
+    options.setdefault("poll", 0.01)
+    opts = Options(**options)
+    engine = Engine(cluster, opts, Deadline(opts.deadline_seconds), outcomes, progress)
+    return engine.run(targets or Targets(crds=[WIDGET_CRD]))
 
 
 def _held_to_the_port() -> None:

@@ -7,14 +7,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster
+from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster, run_engine
 
-from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine.admission import ENDPOINT_SLICES, MUTATING, SERVICES, VALIDATING, _rule_matches
-from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.errors import ApiError
 from kubectl_unfinalize.model import CRD_RESOURCE, Action, ObjectRef, Resource, Targets
-from kubectl_unfinalize.options import Options
 
 URL = "https://127.0.0.1:1/validate"
 REFUSED = (
@@ -66,18 +63,6 @@ class WebhookCluster(FakeCluster):
         return super().get(ref)
 
 
-@pytest.fixture(params=[False, True], ids=["verbs", "bulk"])
-def bulk(request) -> bool:
-    return request.param
-
-
-def run(cluster, targets=None, **options):
-    options.setdefault("settle", 0)
-    options.setdefault("poll", 0.01)
-    opts = Options(**options)
-    return Engine(cluster, opts, Deadline(opts.deadline_seconds)).run(targets or Targets(crds=[WIDGET_CRD]))
-
-
 def lines(report, action):
     return [o for o in report.outcomes if o.action == action]
 
@@ -92,7 +77,7 @@ def test_a_dead_webhook_is_named_once_its_refusals_are_not_sent_again_and_the_ru
     for i in range(20):
         cluster.add(f"w{i}", ["operator.example.com/cleanup"])
     started = time.monotonic()
-    report = run(cluster, delete=True, timeout=30)
+    report = run_engine(cluster, delete=True, timeout=30)
     assert time.monotonic() - started < 5 and not report.timed_out and not report.ok
     (named,) = [o for o in report.outcomes if o.resource.startswith("validatingwebhookconfiguration")]
     assert named.action == Action.BLOCKING and named.name == "operator-hooks"
@@ -115,7 +100,7 @@ def test_the_opt_in_flag_removes_the_dead_configuration_reports_it_and_frees_eve
     cluster.add_crd()
     for i in range(20):
         cluster.add(f"w{i}", ["operator.example.com/cleanup"])
-    report = run(cluster, delete=True, timeout=30, remove_dead_webhooks=True)
+    report = run_engine(cluster, delete=True, timeout=30, remove_dead_webhooks=True)
     assert report.ok, report.failed
     assert cluster.config not in cluster.objects and not cluster.objects  # the CRD is gone too
     (removed,) = [o for o in report.outcomes if o.resource.startswith("validatingwebhookconfiguration")]
@@ -127,7 +112,7 @@ def test_a_service_without_ready_endpoints_is_dead_and_named_by_its_service():
     cluster = WebhookCluster(client={"service": {"namespace": "operator", "name": "hooks"}}, message=SERVICE_DOWN)
     cluster.add_crd()
     cluster.add("w", ["x"])
-    report = run(cluster, timeout=30)
+    report = run_engine(cluster, timeout=30)
     (named,) = lines(report, Action.BLOCKING)
     assert "calls Service operator/hooks, which does not exist" in named.message
     assert ("get", "service hooks") in cluster.calls
@@ -138,7 +123,7 @@ def test_a_webhook_whose_service_has_ready_endpoints_is_not_taken_for_dead():
     cluster.ready = True
     cluster.add_crd()
     cluster.add("w", ["x"])
-    report = run(cluster, timeout=30)
+    report = run_engine(cluster, timeout=30)
     assert not lines(report, Action.BLOCKING)
     (failed,) = lines(report, Action.FAILED)
     assert "failed calling webhook" in failed.message  # the API server's own words, retried as any refusal
@@ -148,7 +133,7 @@ def test_a_server_dry_run_removes_nothing_and_says_it_would():
     cluster = WebhookCluster()
     cluster.add_crd()
     cluster.add("w", ["x"])
-    report = run(cluster, timeout=30, dry_run="server", remove_dead_webhooks=True)
+    report = run_engine(cluster, timeout=30, dry_run="server", remove_dead_webhooks=True)
     assert cluster.config in cluster.objects
     (removed,) = lines(report, Action.DELETED)
     assert removed.name == "operator-hooks" and removed.dry_run.value == "server"
@@ -159,7 +144,7 @@ def test_manifest_webhook_configurations_are_deleted_before_anything_else():
     cluster = WebhookCluster()
     cluster.add_crd()
     widget = cluster.add("w", ["x"])
-    report = run(cluster, Targets(crds=[WIDGET_CRD], objects=[widget, cluster.config]), delete=True, timeout=30)
+    report = run_engine(cluster, Targets(crds=[WIDGET_CRD], objects=[widget, cluster.config]), delete=True, timeout=30)
     assert report.ok, report.failed
     writes = [c for c in cluster.calls if c[0] in ("delete", "patch")]
     assert writes[0] == ("delete", "operator-hooks")
@@ -205,7 +190,7 @@ def test_a_webhook_refusing_deletes_stops_the_deletes_too():
     cluster.add_crd()
     for i in range(5):
         cluster.add(f"w{i}", ["x"])
-    report = run(cluster, delete=True, timeout=30)
+    report = run_engine(cluster, delete=True, timeout=30)
     assert not report.timed_out
     (named,) = lines(report, Action.BLOCKING)[:1]
     assert "(rule UPDATE,DELETE on example.com/widgets, failurePolicy Fail)" in named.message
@@ -220,7 +205,7 @@ def test_a_namespace_whose_objects_left_are_all_refused_is_reported_and_not_wait
     for i in range(3):
         cluster.add(f"w{i}", ["x"])
     started = time.monotonic()
-    report = run(cluster, Targets(namespaces=["ns"]), delete=True, timeout=30)
+    report = run_engine(cluster, Targets(namespaces=["ns"]), delete=True, timeout=30)
     assert time.monotonic() - started < 5 and not report.timed_out and not report.ok
     (space,) = [o for o in report.outcomes if o.resource == "namespace" and o.action == Action.BLOCKING]
     assert "the 3 objects left inside are refused by a dead admission webhook" in space.message
@@ -232,6 +217,6 @@ def test_a_namespace_is_freed_once_the_flag_removed_the_dead_configuration():
     cluster.add_namespace("ns")
     for i in range(3):
         cluster.add(f"w{i}", ["x"])
-    report = run(cluster, Targets(namespaces=["ns"]), delete=True, timeout=30, remove_dead_webhooks=True)
+    report = run_engine(cluster, Targets(namespaces=["ns"]), delete=True, timeout=30, remove_dead_webhooks=True)
     assert report.ok, report.failed
     assert cluster.config not in cluster.objects and not [r for r in cluster.objects if r.namespace == "ns"]

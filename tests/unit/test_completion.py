@@ -25,7 +25,7 @@ TYPES = ["configmaps", "persistentvolumeclaims", "applications.argoproj.io", "na
 OBJECTS = {"pvc": ["data", "logs"], "configmaps": ["kube-root-ca.crt", "settings"]}
 
 
-class FakeCluster:
+class StubLister:
     """Stands in for list_names: records what it was asked, answers from a fixed list."""
 
     def __init__(self, names=None, error=None):
@@ -50,7 +50,7 @@ class FakeCluster:
 
 def complete(*args, cluster=None):
     *words, to_complete = args
-    lines, directive = completion.complete(words, to_complete, cluster or FakeCluster())
+    lines, directive = completion.complete(words, to_complete, cluster or StubLister())
     return [line.split("\t")[0] for line in lines], directive
 
 
@@ -69,7 +69,7 @@ def test_first_word_is_the_crd_ns_or_scan_subcommand_or_a_type_from_discovery():
 
 
 def test_names_of_a_type_come_from_the_cluster_in_the_namespace_given():
-    cluster = FakeCluster()
+    cluster = StubLister()
     assert complete("pvc", "", cluster=cluster) == (["data", "logs"], NO_FILE)
     assert complete("pvc", "data", "", cluster=cluster) == (["logs"], NO_FILE)
     assert complete("-n", "db", "configmaps", "s", cluster=cluster) == (["settings"], NO_FILE)
@@ -78,7 +78,7 @@ def test_names_of_a_type_come_from_the_cluster_in_the_namespace_given():
 
 
 def test_type_slash_name_words_complete_after_the_slash():
-    assert complete("pvc/", cluster=FakeCluster()) == (["pvc/data", "pvc/logs"], NO_FILE)
+    assert complete("pvc/", cluster=StubLister()) == (["pvc/data", "pvc/logs"], NO_FILE)
     assert complete("pvc/data", "pvc/l") == (["pvc/logs"], NO_FILE)
     assert complete("pvc/data", "pvc/") == (["pvc/logs"], NO_FILE)
     assert complete("pvc/data", "") == ([], NO_FILE)
@@ -86,14 +86,14 @@ def test_type_slash_name_words_complete_after_the_slash():
 
 
 def test_namespace_names_come_from_the_cluster_after_ns():
-    cluster = FakeCluster()
+    cluster = StubLister()
     assert complete("ns", "", cluster=cluster) == (["default", "team-a"], NO_FILE)
     assert complete("namespace", "default", "t", cluster=cluster) == (["team-a"], NO_FILE)
     assert [kind for kind, _ in cluster.calls] == ["namespaces", "namespaces"]
 
 
 def test_crd_names_come_from_the_cluster_without_those_already_typed():
-    cluster = FakeCluster()
+    cluster = StubLister()
     assert complete("crd", "", cluster=cluster) == (sorted(CRDS), NO_FILE)
     assert complete("crd", "w", cluster=cluster) == (["widgets.example.com"], NO_FILE)
     assert complete("crd", "widgets.example.com", "", cluster=cluster) == (
@@ -104,7 +104,7 @@ def test_crd_names_come_from_the_cluster_without_those_already_typed():
 
 
 def test_connection_flags_in_the_words_reach_the_cluster_lookup():
-    cluster = FakeCluster()
+    cluster = StubLister()
     complete("--kubeconfig", "/k/config", "crd", "--context=prod", "--as", "me", "--as-group", "g", "", cluster=cluster)
     assert cluster.calls == [
         ("crds", {"kubeconfig": "/k/config", "context": "prod", "as_user": "me", "as_group": ["g"]}),
@@ -112,7 +112,7 @@ def test_connection_flags_in_the_words_reach_the_cluster_lookup():
 
 
 def test_flags_come_from_the_parser():
-    lines, directive = completion.complete(["crd"], "-", FakeCluster())
+    lines, directive = completion.complete(["crd"], "-", StubLister())
     offered = {line.split("\t")[0] for line in lines}
     every = {s for action in build_parser()._actions for s in action.option_strings}
     assert offered == every and directive == NO_FILE
@@ -166,8 +166,8 @@ def test_after_double_dash_everything_is_a_name():
 
 
 def test_cluster_errors_give_no_candidates():
-    assert complete("crd", "", cluster=FakeCluster(error=Unreachable("down"))) == ([], NO_FILE)
-    assert complete("crd", "x", "-n", "", cluster=FakeCluster(error=RuntimeError("boom"))) == ([], NO_FILE)
+    assert complete("crd", "", cluster=StubLister(error=Unreachable("down"))) == ([], NO_FILE)
+    assert complete("crd", "x", "-n", "", cluster=StubLister(error=RuntimeError("boom"))) == ([], NO_FILE)
 
 
 def _closed_port() -> int:

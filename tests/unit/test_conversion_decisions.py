@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster
-from test_engine import GADGET_CRD, run
+from fakecluster import WIDGET_CRD, WIDGETS, FakeCluster, run_engine
+from test_engine import GADGET_CRD
 
 from kubectl_unfinalize.cli.output import outcome_line, summary_line
 from kubectl_unfinalize.engine import conversion
@@ -65,7 +65,7 @@ def test_a_service_webhook_is_named_by_namespace_name_port_and_path():
 
 def test_with_delete_the_webhook_is_switched_off_once_and_the_crd_goes():
     cluster = dead_webhook_cluster()
-    report = run(cluster, delete=True, timeout=10)
+    report = run_engine(cluster, delete=True, timeout=10)
     assert report.ok, report.failed
     assert cluster.merge_patches == [(WIDGET_CRD.name, {"spec": {"conversion": conversion.NONE}}, DryRun.NONE)]
     assert not cluster.objects  # instances and CRD gone
@@ -82,7 +82,7 @@ def test_with_delete_the_webhook_is_switched_off_once_and_the_crd_goes():
 def test_without_delete_nothing_is_written_and_the_run_ends_at_once_with_one_failure():
     cluster = dead_webhook_cluster()
     started = time.monotonic()
-    report = run(cluster, timeout=30)
+    report = run_engine(cluster, timeout=30)
     assert time.monotonic() - started < 5
     assert not cluster.merge_patches and not [c for c in cluster.calls if c[0] in ("patch", "delete")]
     assert lists(cluster) == 1
@@ -105,7 +105,7 @@ def test_a_refused_remedy_is_the_crds_one_failure_and_the_run_does_not_wait_for_
 
     cluster.hooks.append(forbid)
     started = time.monotonic()
-    report = run(cluster, delete=True, timeout=30)
+    report = run_engine(cluster, delete=True, timeout=30)
     assert time.monotonic() - started < 5
     assert report.failures == 1 and not report.timed_out
     assert "cannot set spec.conversion.strategy to None: forbidden" in report.failed[0].message
@@ -117,7 +117,7 @@ def test_a_failure_that_outlasts_the_remedy_is_listed_a_few_times_with_backoff_t
     cluster = dead_webhook_cluster()
     cluster.merge_patch = lambda ref, body, dry_run: cluster.merge_patches.append((ref.name, body, dry_run))
     started = time.monotonic()
-    report = run(cluster, delete=True, timeout=30)
+    report = run_engine(cluster, delete=True, timeout=30)
     assert time.monotonic() - started < 5
     assert lists(cluster) == conversion.LISTS_AFTER_REMEDY + 1 and len(cluster.merge_patches) == 1
     assert report.failures == 1 and not report.timed_out
@@ -126,7 +126,7 @@ def test_a_failure_that_outlasts_the_remedy_is_listed_a_few_times_with_backoff_t
 
 def test_a_client_dry_run_says_it_would_and_sends_nothing():
     cluster = dead_webhook_cluster()
-    report = run(cluster, delete=True, dry_run="client")
+    report = run_engine(cluster, delete=True, dry_run="client")
     assert not cluster.merge_patches and not [c for c in cluster.calls if c[0] in ("patch", "delete")]
     (changed,) = [o for o in report.outcomes if o.action == Action.RECONFIGURED]
     assert changed.message.startswith("would set spec.conversion to {strategy: None}")
@@ -136,7 +136,7 @@ def test_a_client_dry_run_says_it_would_and_sends_nothing():
 
 def test_a_server_dry_run_sends_the_patch_with_dry_run_and_changes_nothing():
     cluster = dead_webhook_cluster()
-    report = run(cluster, delete=True, dry_run="server")
+    report = run_engine(cluster, delete=True, dry_run="server")
     assert cluster.merge_patches == [(WIDGET_CRD.name, {"spec": {"conversion": conversion.NONE}}, DryRun.SERVER)]
     assert cluster.specs[WIDGET_CRD.name]["spec"]["conversion"]["strategy"] == "Webhook"
     assert [o.action for o in report.outcomes if o.name == WIDGET_CRD.name].count(Action.RECONFIGURED) == 1
@@ -152,7 +152,7 @@ def test_a_run_that_times_out_on_another_crd_still_counts_one_failure_for_the_de
             time.sleep(1.5)
 
     cluster.hooks.append(slow)
-    report = run(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), timeout=1)
+    report = run_engine(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), timeout=1)
     assert report.timed_out
     assert [o.action for o in report.failed if o.name == WIDGET_CRD.name] == [Action.FAILED]
     assert report.failures == len(report.failed) and WIDGET_CRD.name in report.failed[0].message

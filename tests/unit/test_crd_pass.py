@@ -9,14 +9,11 @@ import threading
 import time
 
 import pytest
-from fakecluster import FakeCluster
+from fakecluster import FakeCluster, run_engine
 
-from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine import crd_pass
-from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.errors import Forbidden, PermissionDenied
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, Action, Resource, Targets
-from kubectl_unfinalize.options import Options
 
 
 def kinds(count: int, group: str = "many.example.com") -> list[CRD]:
@@ -33,22 +30,10 @@ def cluster_with(crds: list[CRD], objects: int, bulk: bool = False) -> FakeClust
     return cluster
 
 
-def run(cluster: FakeCluster, crds: list[CRD], **options):
-    options.setdefault("settle", 0)
-    options.setdefault("poll", 0.01)
-    opts = Options(**options)
-    return Engine(cluster, opts, Deadline(opts.deadline_seconds)).run(Targets(crds=crds))
-
-
-@pytest.fixture(params=[False, True], ids=["verbs", "bulk"])
-def bulk(request) -> bool:
-    return request.param
-
-
 def test_each_crd_is_deleted_after_every_one_of_its_instances_was_deleted_and_freed(bulk):
     crds = kinds(12)
     cluster = cluster_with(crds, 3, bulk)
-    report = run(cluster, crds, delete=True)
+    report = run_engine(cluster, Targets(crds=crds), delete=True)
     assert report.ok, report.failed
     assert cluster.objects == {}
     calls = list(cluster.calls)
@@ -72,7 +57,7 @@ def test_the_lists_of_several_crds_are_under_way_at_once():
             both.wait()  # breaks (and the run fails) unless another list is under way meanwhile
 
     cluster.hooks.append(meet)
-    report = run(cluster, crds, delete=True)
+    report = run_engine(cluster, Targets(crds=crds), delete=True)
     assert report.ok, report.failed
     assert not both.broken
 
@@ -91,7 +76,7 @@ def test_a_crd_without_instances_is_deleted_while_another_crds_instances_are_sti
             deleted.set()
 
     cluster.hooks.append(slow)
-    report = run(cluster, [busy, empty], delete=True)
+    report = run_engine(cluster, Targets(crds=[busy, empty]), delete=True)
     assert report.ok, report.failed
     assert not waited, "the empty CRD was deleted only after the other CRD's frees"
     assert cluster.objects == {}
@@ -107,7 +92,7 @@ def test_a_crd_whose_instance_could_not_be_freed_is_not_deleted_the_others_are(b
             raise Forbidden(403, "Forbidden", "denied by a ValidatingAdmissionPolicy")
 
     cluster.hooks.append(deny)
-    report = run(cluster, crds, delete=True, timeout=0.5)
+    report = run_engine(cluster, Targets(crds=crds), delete=True, timeout=0.5)
     assert not report.ok
     assert ("delete", stuck.name) not in cluster.calls
     assert not cluster.stored(stuck.name, CRD_RESOURCE).terminating
@@ -129,7 +114,7 @@ def test_the_wait_lists_crds_once_per_poll_and_lists_again_only_the_instances_of
 
     cluster.hooks.append(created_meanwhile)
     started = time.monotonic()
-    report = run(cluster, crds, delete=True, timeout=10)
+    report = run_engine(cluster, Targets(crds=crds), delete=True, timeout=10)
     assert report.ok, report.failed
     assert time.monotonic() - started < 5
     assert cluster.objects == {}
@@ -154,7 +139,7 @@ def test_a_crd_recreated_meanwhile_is_reported_by_the_list_of_crds_not_waited_on
 
     cluster.hooks.append(recreate)
     started = time.monotonic()
-    report = run(cluster, crds, delete=True, timeout=5)
+    report = run_engine(cluster, Targets(crds=crds), delete=True, timeout=5)
     assert time.monotonic() - started < 2
     recreated = [o for o in report.outcomes if o.action == Action.RECREATED]
     assert [o.name for o in recreated] == [again.name] and "new uid" in recreated[0].message
@@ -164,7 +149,7 @@ def test_a_crd_recreated_meanwhile_is_reported_by_the_list_of_crds_not_waited_on
 def test_one_review_of_resource_star_per_verb_stands_for_a_groups_crds():
     crds = kinds(30)
     cluster = cluster_with(crds, 0)
-    run(cluster, crds, delete=True)
+    run_engine(cluster, Targets(crds=crds), delete=True)
     reviews = sorted(name for verb, name in cluster.calls if verb == "review")
     assert reviews == ["delete *", "delete customresourcedefinitions", "list *", "patch *"]
 
@@ -174,7 +159,7 @@ def test_a_refused_review_of_star_falls_back_to_each_crd_and_names_the_missing_o
     cluster = cluster_with(crds, 1)
     cluster.denied.add(("patch", crds[3].resource.plural))
     with pytest.raises(PermissionDenied, match=rf"cannot patch {crds[3].resource.plural}\.many\.example\.com"):
-        run(cluster, crds, delete=True)
+        run_engine(cluster, Targets(crds=crds), delete=True)
     assert not [c for c in cluster.calls if c[0] in ("patch", "delete")]
     reviews = [name for verb, name in cluster.calls if verb == "review"]
     assert reviews.count("patch *") == 1 and all(reviews.count(f"patch {c.resource.plural}") == 1 for c in crds)

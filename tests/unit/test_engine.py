@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from fakecluster import WIDGET_CRD, FakeCluster
+from fakecluster import WIDGET_CRD, FakeCluster, run_engine
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine.loop import Engine
@@ -21,21 +21,6 @@ GADGETS = Resource("example.com", "v1", "gadgets", "Gadget", True)
 GADGET_CRD = CRD("gadgets.example.com", GADGETS)
 
 
-@pytest.fixture(params=[False, True], ids=["verbs", "bulk"])
-def bulk(request) -> bool:
-    """Both ways a remove-every-finalizer patch can go: through the verbs on a worker
-    thread, or to the cluster's bulk sender."""
-    return request.param
-
-
-def run(cluster, targets=None, outcomes=None, progress=None, **options):
-    options.setdefault("settle", 0)
-    options.setdefault("poll", 0.01)
-    opts = Options(**options)
-    engine = Engine(cluster, opts, Deadline(opts.deadline_seconds), outcomes, progress)
-    return engine.run(targets or Targets(crds=[WIDGET_CRD]))
-
-
 def actions(report):
     return sorted((o.name, o.action.value) for o in report.outcomes)
 
@@ -45,7 +30,7 @@ def test_every_object_is_patched_once_across_pages(bulk):
     for name in "abc":
         cluster.add(name, ["x"])
     cluster.add("free", [])
-    report = run(cluster, chunk_size=2)
+    report = run_engine(cluster, chunk_size=2)
     assert sorted(n for verb, n in cluster.calls if verb == "patch") == ["a", "b", "c"]
     assert report.scanned == 4 and report.count(Action.UNFINALIZED) == 3 and report.ok
     assert all(not s.finalizers for s in cluster.objects.values())
@@ -58,7 +43,7 @@ def test_expired_continue_token_in_the_engine_is_a_list_failure_not_a_crash(bulk
     cluster.add("a", ["x"])
     cluster.add("b", ["x"])
     cluster.expire_continue_once = True
-    report = run(cluster, chunk_size=1)
+    report = run_engine(cluster, chunk_size=1)
     assert [o.message for o in report.failed] == ["cannot list widgets.example.com: continue token too old"]
     assert report.count(Action.UNFINALIZED) == 1
 
@@ -74,7 +59,7 @@ def test_named_finalizer_uses_a_precondition_and_rereads_on_conflict():
             stored.rv += 1
 
     cluster.hooks.append(other_writer)
-    report = run(cluster, finalizers=("drop",))
+    report = run_engine(cluster, finalizers=("drop",))
     assert cluster.stored("a").finalizers == ["keep", "new"]
     assert [c for c in cluster.calls if c[0] in ("patch", "get")] == [("patch", "a"), ("get", "a"), ("patch", "a")]
     assert report.outcomes[0].finalizers == ["drop"] and report.ok
@@ -90,7 +75,7 @@ def test_a_denied_patch_is_that_objects_outcome_and_the_rest_is_freed(bulk):
             raise Invalid(400, "BadRequest", 'admission webhook "deny.example.com" denied the request')
 
     cluster.hooks.append(webhook)
-    report = run(cluster)
+    report = run_engine(cluster)
     assert not report.ok
     assert [(o.name, o.message.split(":")[0]) for o in report.failed] == [("a", "rejected by an admission webhook")]
     assert cluster.stored("b") is not None and cluster.stored("b").finalizers == []
@@ -108,7 +93,7 @@ def test_a_worker_error_becomes_an_outcome_and_the_report_survives(bulk):
             raise RuntimeError("a bug")
 
     cluster.hooks.append(flaky)
-    report = run(cluster)
+    report = run_engine(cluster)
     assert actions(report) == [("a", "unfinalized"), ("b", "failed"), ("c", "failed"), ("d", "unfinalized")]
     assert "unexpected RuntimeError: a bug" in {o.message for o in report.failed}
 
@@ -118,7 +103,7 @@ def test_delete_order_each_instance_is_deleted_before_its_finalizers_go_and_the_
     cluster.add_crd()
     for name in "ab":
         cluster.add(name, ["x"])
-    report = run(cluster, delete=True)
+    report = run_engine(cluster, delete=True)
     assert report.ok, report.failed
     writes = [c for c in cluster.calls if c[0] in ("delete", "patch")]
     for name in "ab":
@@ -147,7 +132,7 @@ def test_a_crd_whose_instances_cannot_be_freed_is_not_deleted_and_others_are(bul
             raise Forbidden(403, "Forbidden", "denied by a ValidatingAdmissionPolicy")
 
     cluster.hooks.append(deny)
-    report = run(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True, timeout=0.3)
+    report = run_engine(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True, timeout=0.3)
     assert report.timed_out and not report.ok
     assert cluster.stored(WIDGET_CRD.name, CRD_RESOURCE) is not None
     assert cluster.stored(WIDGET_CRD.name, CRD_RESOURCE).terminating is False
@@ -165,7 +150,7 @@ def test_a_denied_crd_delete_is_reported_and_the_other_crd_still_goes():
 
     cluster.hooks.append(deny)
     started = time.monotonic()
-    report = run(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True, timeout=30)
+    report = run_engine(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True, timeout=30)
     assert time.monotonic() - started < 2, "a refused delete is final: no waiting for the timeout"
     assert cluster.stored(GADGET_CRD.name, CRD_RESOURCE) is None
     assert cluster.stored("w") is None and cluster.stored("g") is None  # every instance was freed
@@ -178,7 +163,7 @@ def test_timeout_bounds_a_pass_and_says_what_blocks():
     cluster = FakeCluster()
     for i in range(50):
         cluster.add(f"o{i}", ["x"])
-    report = run(cluster, timeout=1e-9)
+    report = run_engine(cluster, timeout=1e-9)
     assert report.timed_out and not report.ok
     assert not [c for c in cluster.calls if c[0] == "patch"]
     blocking = [o for o in report.failed if o.action == Action.BLOCKING]
@@ -196,7 +181,7 @@ def test_wait_compares_uids_a_recreated_object_is_reported_not_waited_on():
 
     cluster.hooks.append(recreate)
     started = time.monotonic()
-    report = run(cluster, Targets(objects=[ref]), delete=True, timeout=5)
+    report = run_engine(cluster, Targets(objects=[ref]), delete=True, timeout=5)
     assert time.monotonic() - started < 2
     assert report.ok and not report.timed_out
     assert (ref.name, "recreated") in actions(report)
@@ -212,18 +197,18 @@ def test_final_check_waits_only_when_a_freed_object_could_take_finalizers_back(b
         if verb == "list" and cluster.stored("live") is not None:
             cluster.stored("live").finalizers = ["x"]  # re-added between our passes
 
-    report = run(cluster, settle=0.05)
+    report = run_engine(cluster, settle=0.05)
     assert report.ok  # nothing came back yet
     cluster.add("live2", ["x"])
     cluster.hooks.append(controller)
-    report = run(cluster, settle=0.05)
+    report = run_engine(cluster, settle=0.05)
     assert ("live", "refinalized") in actions(report)
     assert report.count(Action.UNFINALIZED) == 2 and report.failures == 1  # counts agree with the lines
     quiet = FakeCluster(bulk=bulk)
     quiet.add("dying", ["x"])
     quiet.stored("dying").terminating = True
     started = time.monotonic()
-    report = run(quiet, settle=5)
+    report = run_engine(quiet, settle=5)
     assert time.monotonic() - started < 1, "only terminating objects were freed: they are gone, no wait"
     assert [c for c in quiet.calls if c[0] == "list"] == [("list", "widgets")]
 
@@ -232,7 +217,7 @@ def test_client_dry_run_sends_no_write_and_reports_what_would_change():
     cluster = FakeCluster()
     cluster.add_crd()
     cluster.add("a", ["x"])
-    report = run(cluster, delete=True, dry_run="client")
+    report = run_engine(cluster, delete=True, dry_run="client")
     assert not [c for c in cluster.calls if c[0] in ("patch", "delete")]
     assert actions(report) == [("a", "unfinalized"), (WIDGET_CRD.name, "deleted")]
     assert all(o.dry_run.value == "client" for o in report.outcomes)
@@ -249,7 +234,7 @@ def test_a_patch_404_after_a_dropped_connection_is_our_own_success():
             raise NotFound(404, "NotFound", "not found", ambiguous=True)
 
     cluster.hooks.append(applied_then_dropped)
-    report = run(cluster)
+    report = run_engine(cluster)
     assert actions(report) == [("a", "unfinalized")] and report.ok
 
 
@@ -265,7 +250,7 @@ def test_the_listener_may_take_its_time_and_runs_outside_the_engine_lock():
         time.sleep(0.01)
         seen.append(outcome)
 
-    report = run(cluster, outcomes=slow_listener, concurrency=8)
+    report = run_engine(cluster, outcomes=slow_listener, concurrency=8)
     assert len(seen) == 20 == report.count(Action.UNFINALIZED)
     assert len(threads) > 1, "listeners ran concurrently from the workers, so none held a lock"
 
@@ -275,14 +260,14 @@ def test_permission_denied_before_any_write():
     cluster.add("a", ["x"])
     cluster.denied.add(("patch", "widgets"))
     with pytest.raises(Exception, match=r"forbidden: user 'tester' cannot patch widgets.example.com in all namespaces"):
-        run(cluster)
+        run_engine(cluster)
     assert not [c for c in cluster.calls if c[0] == "patch"]
 
 
 def test_preflight_asks_once_per_verb_resource_namespace():
     cluster = FakeCluster()
     refs = [cluster.add(f"o{i}", ["x"], resource=GADGETS) for i in range(30)]
-    run(cluster, Targets(objects=refs), delete=True)
+    run_engine(cluster, Targets(objects=refs), delete=True)
     reviews = [c for c in cluster.calls if c[0] == "review"]
     assert sorted(r[1] for r in reviews) == ["delete gadgets", "get gadgets", "patch gadgets"]
 
@@ -297,13 +282,13 @@ def test_interrupt_returns_what_was_done():
             raise KeyboardInterrupt
 
     cluster.hooks.append(ctrl_c)
-    report = run(cluster)
+    report = run_engine(cluster)
     assert report.interrupted and not report.ok
 
 
 def test_missing_manifest_object_is_skipped_not_failed():
     cluster = FakeCluster()
-    report = run(cluster, Targets(objects=[ObjectRef(GADGETS, "nope", "ns")]))
+    report = run_engine(cluster, Targets(objects=[ObjectRef(GADGETS, "nope", "ns")]))
     assert actions(report) == [("nope", "gone")] and report.ok
 
 
@@ -337,7 +322,7 @@ def test_the_final_wait_counts_from_the_first_freed_object(bulk):
 
     cluster.hooks.append(slow_writer_and_a_controller)
     started = time.monotonic()
-    report = run(cluster, concurrency=1, settle=0.3)
+    report = run_engine(cluster, concurrency=1, settle=0.3)
     elapsed = time.monotonic() - started
     assert elapsed < 0.4 + 0.3 * 0.5, f"{elapsed:.2f}s: the run lasted past settle, no extra wait expected"
     assert ("o00", "refinalized") in actions(report)
@@ -358,7 +343,7 @@ def test_final_check_reads_again_only_the_namespaces_where_it_freed_live_objects
                 cluster.stored("w5").finalizers = ["x"]  # re-added between our passes
 
     cluster.hooks.append(controller)
-    report = run(cluster, settle=0.01)
+    report = run_engine(cluster, settle=0.01)
     assert listed[0] is None and sorted(listed[1:]) == ["ns0", "ns1", "ns2"]
     assert ("w5", "refinalized") in actions(report) and report.failures == 1
 
@@ -386,7 +371,7 @@ def test_final_check_lists_every_namespace_at_once_when_the_run_read_little(list
 
     cluster.hooks.append(slow_namespace_list)
     cluster.expired = True  # a big list's watch history is gone: it is listed again
-    report = run(cluster, settle=0.01, concurrency=64)
+    report = run_engine(cluster, settle=0.01, concurrency=64)
     assert report.counts[Action.UNFINALIZED] == 40
     assert peak[0] == most
 
@@ -405,7 +390,7 @@ def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing
 
     cluster.allowed = allowed
     cluster.hooks.append(lambda verb, ref: listing.set() if verb == "list" else None)
-    assert actions(run(cluster)) == [("a", "unfinalized")]
+    assert actions(run_engine(cluster)) == [("a", "unfinalized")]
     assert reviews_done.is_set()
 
     denied = FakeCluster(bulk=bulk)
@@ -419,7 +404,7 @@ def test_the_first_list_page_is_read_while_the_preflight_is_answered_and_nothing
     denied.hooks.append(refuse_lists)
     seen = []
     with pytest.raises(Exception, match="forbidden: user 'tester' cannot list"):
-        run(denied, outcomes=seen.append)
+        run_engine(denied, outcomes=seen.append)
     assert seen == [], "a refused list is the preflight's one line, not an outcome as well"
 
 
@@ -448,7 +433,7 @@ def patched(cluster: FakeCluster) -> list[str]:
 def test_the_bulk_path_frees_each_object_with_one_patch_and_reports_it_once(delete, terminating):
     cluster, names = stuck_widgets(200, terminating, crd=delete)
     seen, progress = [], []
-    report = run(cluster, outcomes=seen.append, progress=progress.append, chunk_size=64, delete=delete)
+    report = run_engine(cluster, outcomes=seen.append, progress=progress.append, chunk_size=64, delete=delete)
     assert report.ok, report.failed
     assert sorted(o.name for o in seen if o.action == Action.UNFINALIZED) == names  # each exactly once
     assert [o for o in seen if o.action not in (Action.UNFINALIZED, Action.DELETED)] == []
@@ -472,7 +457,7 @@ def test_patches_the_bulk_sender_hands_back_are_sent_again_and_reported_once():
     cluster, names = stuck_widgets(10)
     cluster.answers = {"w001": ["refused"], "w002": ["429"], "w003": ["lost"], "w004": ["applied"]}
     seen, progress = [], []
-    report = run(cluster, outcomes=seen.append, progress=progress.append, chunk_size=4)
+    report = run_engine(cluster, outcomes=seen.append, progress=progress.append, chunk_size=4)
     assert sorted((o.name, o.action, o.message) for o in seen) == [(n, Action.UNFINALIZED, "") for n in names]
     assert report.ok and report.count(Action.UNFINALIZED) == 10 and report.failures == 0
     assert all(not s.finalizers for s in cluster.objects.values())
@@ -489,7 +474,7 @@ def test_a_terminating_object_gone_after_its_sent_patch_is_unfinalized_not_alrea
     cluster, names = stuck_widgets(3, terminating=True, crd=delete)
     cluster.answers = {"w001": ["applied"]}
     seen = []
-    report = run(cluster, outcomes=seen.append, delete=delete)
+    report = run_engine(cluster, outcomes=seen.append, delete=delete)
     assert cluster.stored("w001") is None
     assert [(o.action, o.message) for o in seen if o.name == "w001"] == [
         (Action.UNFINALIZED, "gone right after the patch")
@@ -507,7 +492,7 @@ def test_a_terminating_object_gone_before_its_bulk_patch_is_already_gone():
 
     cluster.hooks.append(other_writer)
     seen = []
-    report = run(cluster, outcomes=seen.append)
+    report = run_engine(cluster, outcomes=seen.append)
     assert sorted((o.name, o.action, o.message) for o in seen) == [
         ("w000", Action.UNFINALIZED, ""),
         ("w001", Action.GONE, "already gone"),

@@ -3,17 +3,9 @@ holds for them as it does for a CRD's instances."""
 
 from __future__ import annotations
 
-from fakecluster import CONFIGMAPS, FakeCluster
+from fakecluster import CONFIGMAPS, FakeCluster, run_engine
 
-from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.model import Targets
-from kubectl_unfinalize.options import Options
-
-
-def run(cluster, refs, **options):
-    opts = Options(settle=0, poll=0.01, **options)
-    return Engine(cluster, opts, Deadline(opts.deadline_seconds)).run(Targets(objects=refs))
 
 
 def test_only_terminating_leaves_a_live_named_object_alone():
@@ -21,7 +13,7 @@ def test_only_terminating_leaves_a_live_named_object_alone():
     live = cluster.add("live", ["example.com/hold"], resource=CONFIGMAPS)
     going = cluster.add("going", ["example.com/hold"], resource=CONFIGMAPS)
     cluster.objects[going].terminating = True
-    report = run(cluster, [live, going], only_terminating=True)
+    report = run_engine(cluster, Targets(objects=[live, going]), only_terminating=True)
     assert sorted((o.name, o.action.value) for o in report.outcomes) == [("going", "unfinalized")]
     assert cluster.objects[live].finalizers == ["example.com/hold"]
     assert ("patch", "live") not in cluster.calls
@@ -30,7 +22,7 @@ def test_only_terminating_leaves_a_live_named_object_alone():
 def test_only_terminating_with_delete_does_not_delete_a_live_named_object():
     cluster = FakeCluster()
     live = cluster.add("live", ["example.com/hold"], resource=CONFIGMAPS)
-    report = run(cluster, [live], only_terminating=True, delete=True, timeout=5)
+    report = run_engine(cluster, Targets(objects=[live]), only_terminating=True, delete=True, timeout=5)
     assert report.ok and not report.outcomes
     assert ("delete", "live") not in cluster.calls
     assert not cluster.objects[live].terminating

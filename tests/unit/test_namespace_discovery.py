@@ -4,22 +4,12 @@ tests (tests/integration/test_namespaces.py) cover the real namespace controller
 
 from __future__ import annotations
 
-from fakecluster import CONFIGMAPS, WIDGETS, FakeCluster
+from fakecluster import CONFIGMAPS, WIDGETS, FakeCluster, run_engine
 
-from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine import namespace_reads as namespaces
-from kubectl_unfinalize.engine.loop import Engine
 from kubectl_unfinalize.engine.preflight import NamespaceAccess
 from kubectl_unfinalize.kube.status import true_conditions
 from kubectl_unfinalize.model import NAMESPACE_RESOURCE, Action, Resource, Targets
-from kubectl_unfinalize.options import Options
-
-
-def run(cluster, *names, **options):
-    options.setdefault("settle", 0)
-    options.setdefault("poll", 0.01)
-    opts = Options(**options)
-    return Engine(cluster, opts, Deadline(opts.deadline_seconds)).run(Targets(namespaces=list(names)))
 
 
 def stuck_namespace(cluster, name="ns"):
@@ -33,7 +23,7 @@ def stuck_namespace(cluster, name="ns"):
 def test_everything_with_finalizers_inside_is_freed_and_nothing_outside():
     cluster = FakeCluster()
     stuck_namespace(cluster)
-    report = run(cluster, "ns")
+    report = run_engine(cluster, Targets(namespaces=["ns"]))
     assert report.ok and report.count(Action.UNFINALIZED) == 2
     assert sorted(n for verb, n in cluster.calls if verb == "patch") == ["c1", "w1"]
     assert [r.namespace for r, s in cluster.objects.items() if s.finalizers] == ["other"]
@@ -44,7 +34,7 @@ def test_delete_deletes_the_namespace_first_then_frees_until_it_is_gone():
     cluster = FakeCluster()
     stuck_namespace(cluster)
     cluster.objects[next(r for r in cluster.objects if r.resource == NAMESPACE_RESOURCE)].finalizers = ["kopf/marker"]
-    report = run(cluster, "ns", delete=True, timeout=5)
+    report = run_engine(cluster, Targets(namespaces=["ns"]), delete=True, timeout=5)
     assert report.ok and not report.timed_out, report.failed
     writes = [c for c in cluster.calls if c[0] in ("delete", "patch")]
     assert writes[0] == ("delete", "ns")
@@ -57,7 +47,7 @@ def test_an_already_terminating_namespace_is_not_deleted_again():
     cluster = FakeCluster()
     cluster.add_namespace("ns", ["kopf/marker"])
     cluster.objects[next(iter(cluster.objects))].terminating = True
-    report = run(cluster, "ns", delete=True, timeout=5)
+    report = run_engine(cluster, Targets(namespaces=["ns"]), delete=True, timeout=5)
     assert report.ok and ("delete", "ns") not in cluster.calls and not cluster.objects
 
 
@@ -65,7 +55,7 @@ def test_types_the_user_may_not_list_are_reported_not_requested():
     cluster = FakeCluster()
     stuck_namespace(cluster)
     cluster.rules = {"incomplete": False, "resourceRules": [{"verbs": ["*"], "apiGroups": [""], "resources": ["*"]}]}
-    report = run(cluster, "ns")
+    report = run_engine(cluster, Targets(namespaces=["ns"]))
     assert ("list", "widgets") not in cluster.calls and ("list", "configmaps") in cluster.calls
     assert [o.message for o in report.failed] == [
         "forbidden: user 'tester' cannot list 1 type in namespace ns (RBAC): widgets.example.com;"
@@ -85,7 +75,7 @@ def test_unavailable_group_versions_are_skipped_and_named():
     cluster = FakeCluster()
     stuck_namespace(cluster)
     cluster.stale = ["metrics.k8s.io/v1beta1"]
-    report = run(cluster, "ns")
+    report = run_engine(cluster, Targets(namespaces=["ns"]))
     assert report.skipped == ["metrics.k8s.io/v1beta1 unavailable"]
     assert report.count(Action.UNFINALIZED) == 2
 
@@ -139,7 +129,7 @@ def test_namespace_conditions_only_true_ones():
 
 
 def test_a_missing_namespace_is_skipped_by_the_engine_too():
-    report = run(FakeCluster(), "gone")
+    report = run_engine(FakeCluster(), Targets(namespaces=["gone"]))
     assert [(o.name, o.action) for o in report.outcomes] == [("gone", Action.GONE)]
     assert report.ok
 
@@ -149,7 +139,7 @@ def test_other_resources_are_untouched_resource_filtering():
     gadgets = Resource("example.com", "v1", "gadgets", "Gadget", True)
     cluster.add("g", ["x"], "ns", gadgets)  # served by nobody: discovery decides what is listed
     cluster.add_namespace("ns")
-    report = run(cluster, "ns")
+    report = run_engine(cluster, Targets(namespaces=["ns"]))
     assert report.count(Action.UNFINALIZED) == 0 and cluster.stored("g", gadgets).finalizers == ["x"]
 
 

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 
 import pytest
-from fakecluster import FakeCluster
-from test_engine import actions, run
+from fakecluster import FakeCluster, run_engine
+from test_engine import actions
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone
@@ -140,7 +140,7 @@ def test_the_final_check_of_big_objects_watches_and_reads_again_only_what_was_wr
             cluster.write("b", ["x"])  # put back after our patch, before the watch
 
     cluster.hooks.append(controller)
-    report = run(cluster, settle=0.01)
+    report = run_engine(cluster, settle=0.01)
     assert ("b", "refinalized") in actions(report) and report.failures == 1
     assert [c for c in cluster.calls if c[0] == "list"] == [("list", "widgets")]  # no second list
     assert ("watch", "widgets") in cluster.calls
@@ -156,7 +156,7 @@ def test_the_final_check_lists_again_when_the_watch_history_is_gone():
             cluster.write("c", ["x"])
 
     cluster.hooks.append(controller)
-    report = run(cluster, settle=0.01)
+    report = run_engine(cluster, settle=0.01)
     assert ("c", "refinalized") in actions(report) and report.count(Action.UNFINALIZED) == 3
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2  # the run's list, and the check's
 
@@ -170,7 +170,7 @@ def test_the_final_check_lists_again_when_the_watch_names_fewer_objects_than_wer
             cluster.write("a", ["x"])
 
     cluster.hooks.append(lost_history)
-    report = run(cluster, settle=0.01)
+    report = run_engine(cluster, settle=0.01)
     assert ("a", "refinalized") in actions(report)
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2
 
@@ -181,7 +181,7 @@ def test_many_small_objects_are_listed_again_since_their_watch_events_would_cost
         cluster.add(f"s{i}", ["x"])
     cluster.list_bytes = 40 << 20  # more than WATCH_OVER in all, but under WATCH_OBJECT each
     cluster.listings[WIDGETS] = Listed("0", 40 << 20, 100_000)
-    report = run(cluster, settle=0.01)
+    report = run_engine(cluster, settle=0.01)
     assert report.ok and report.count(Action.UNFINALIZED) == 50
     assert ("watch", "widgets") not in cluster.calls
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 import yaml
-from test_connection import self_signed_ca
+from test_config import self_signed_ca
 
 from kubectl_unfinalize.errors import ConfigError, ExitStatus
 from kubectl_unfinalize.kube.config import ConnectionOptions, connect
