@@ -143,6 +143,9 @@ class Action(str, Enum):
         return self in (Action.FAILED, Action.REFINALIZED, Action.BLOCKING)
 
 
+STILL_BLOCKING = "blocking"  # the aspect of an object that says what still blocks it, beside its own outcome
+
+
 class ObjectKey(NamedTuple):
     """Identity of one outcome: an object, or one aspect of it (a failed list of a CRD's
     objects, the diagnosis of what still blocks it) reported beside it. A tuple: one is

@@ -10,8 +10,7 @@ import threading
 from ..errors import ExitStatus, InputError, UnfinalizeError
 from .flags import UsageError
 from .process import Stopped, err, signals_stop
-
-SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each holds one page in memory
+from .scan_flags import SCAN_LISTS
 
 
 def run(args: argparse.Namespace) -> int:

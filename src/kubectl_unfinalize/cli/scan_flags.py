@@ -10,6 +10,7 @@ from ..scanning.evidence import ALIVE_PATIENCE, BUILTIN_PATIENCE, GRACE, WORKING
 from .connection_flags import duration
 
 SCAN_WORDS = ("scan",)
+SCAN_LISTS = 16  # lists in flight at most (fewer with --concurrency): each holds one page in memory
 # Flags that select or change what is freed; scan reads only, so it refuses them.
 NOT_FOR_SCAN = {
     "group": "--group",
@@ -32,7 +33,8 @@ how many, the oldest wait, the namespaces, who owns the finalizer (built-in cont
 CRD group, APIService, the field manager that wrote it) and a verdict from the evidence
 the cluster holds (the field manager's writes, Leases, kopf peering). A type that cannot
 be listed (403, an unavailable API) is one line on stderr and the rest is still
-scanned. -o json|yaml prints one document (docs/scan.schema.json). Exit 0 when nothing
+scanned; at most {SCAN_LISTS} lists are in flight (--concurrency can lower it). -o json|yaml
+prints one document (docs/scan.schema.json). Exit 0 when nothing
 is stuck, 1 when something is: a CI gate for "the teardown left nothing behind".
 
 scan verdicts:

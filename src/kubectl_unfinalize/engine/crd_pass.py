@@ -73,7 +73,7 @@ class CrdPass:
     def wait_gone(self, states: list[CrdState]) -> bool:
         """Between passes, when what is left is CRDs this run deleted: wait for them by a
         watch, which ends the moment the last one goes (a poll came up to a poll interval
-        late: 80 ms of a small teardown's 0.3 s, a second of a provider's uninstall),
+        late, a large share of a small teardown),
         or after WATCH_SECONDS, when the loop goes on as after a poll. From the
         resourceVersion of a DELETE answer: the reads that found them still there came
         after every DELETE, so no deletion since can be missed. False when the loop must

@@ -15,7 +15,7 @@ from .. import finalizers
 from ..errors import ApiError, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
-from ..model import CRD, Action, ObjectMeta, ObjectRef, Resource, crd_ref
+from ..model import CRD, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
 from ..options import Options
 from .outcomes import OutcomeBook
 from .workers import Mapper
@@ -177,12 +177,17 @@ def blocking(
         try:
             _crd_blocking(cluster, options, book, crd, why)
         except UnfinalizeError as exc:
-            book.add(crd_ref(crd.name), Action.BLOCKING, message=f"{why}; cannot tell what blocks: {exc}", aspect="b")
+            book.add(
+                crd_ref(crd.name),
+                Action.BLOCKING,
+                message=f"{why}; cannot tell what blocks: {exc}",
+                aspect=STILL_BLOCKING,
+            )
     for ref in objects:
         try:
             meta = cluster.get_meta(ref)
         except UnfinalizeError as exc:
-            book.add(ref, Action.BLOCKING, message=f"{why}; cannot read it: {exc}", aspect="b")
+            book.add(ref, Action.BLOCKING, message=f"{why}; cannot read it: {exc}", aspect=STILL_BLOCKING)
             continue
         if meta is not None:
             message = (
@@ -192,7 +197,7 @@ def blocking(
             )
             if left := finalizers.blocker(meta.finalizers):
                 message += f"; {left}"
-            book.add(ref, Action.BLOCKING, meta.finalizers, f"{why}: {message}", aspect="b")
+            book.add(ref, Action.BLOCKING, meta.finalizers, f"{why}: {message}", aspect=STILL_BLOCKING)
 
 
 def _crd_blocking(cluster: Cluster, options: Options, book: OutcomeBook, crd: CRD, why: str) -> None:
@@ -213,7 +218,7 @@ def _crd_blocking(cluster: Cluster, options: Options, book: OutcomeBook, crd: CR
     finalizers = (obj.get("metadata") or {}).get("finalizers") or []
     if finalizers and not remaining:
         parts.append(f"CRD finalizers {finalizers}")
-    book.add(crd_ref(crd.name), Action.BLOCKING, message=f"{why}: " + "; ".join(parts), aspect="b")
+    book.add(crd_ref(crd.name), Action.BLOCKING, message=f"{why}: " + "; ".join(parts), aspect=STILL_BLOCKING)
 
 
 def _query(options: Options, namespaced: bool = True) -> ListQuery:

@@ -26,7 +26,7 @@ from .. import finalizers
 from ..deadline import Deadline
 from ..errors import UnfinalizeError
 from ..kube.port import Cluster
-from ..model import Action, Progress, Report, Resource, Targets, crd_ref, namespace_ref
+from ..model import STILL_BLOCKING, Action, Progress, Report, Resource, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
 from . import crd_pass, diagnose, namespace_reads, object_sweep
 from .crd_pass import CrdPass
@@ -200,7 +200,7 @@ class Engine:
             return False
         done = "deleted" if state.uid else "not deleted"
         message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
-        self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect="b")
+        self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
         return True
 
     def _hopeless_space(self, state: NamespaceState) -> bool:
@@ -209,7 +209,7 @@ class Engine:
         if not state.contents or refused < state.contents:
             return False
         message = f"not gone: the {refused} objects left inside are refused by a dead admission webhook (see above)"
-        self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect="b")
+        self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
         return True
 
     def _pass(self, pool: _Pool, pending: _Targets) -> bool:
@@ -313,7 +313,7 @@ class Engine:
                 message=f"{why}: not deleted, because {state.blocked} of its objects could not be freed"
                 if state.blocked
                 else f"{why}: not deleted",
-                aspect="b",
+                aspect=STILL_BLOCKING,
             )
         kept = [c.crd for c in crds if c not in undeleted]
         diagnose.blocking(grace, self.options, self.book, kept, [o.ref for o in pending.objects], why)

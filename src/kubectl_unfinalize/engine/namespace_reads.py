@@ -15,7 +15,7 @@ from ..kube.discovery import Discovery as ServedTypes
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..kube.status import ApiServiceState, true_conditions
-from ..model import APISERVICE_RESOURCE, Action, ObjectRef, Resource, namespace_ref
+from ..model import APISERVICE_RESOURCE, STILL_BLOCKING, Action, ObjectRef, Resource, namespace_ref
 from .outcomes import OutcomeBook
 
 NAMESPACE_FINALIZER = "kubernetes"  # spec.finalizers: the namespace controller's, never ours
@@ -66,7 +66,7 @@ def report_apiservices(cluster: Cluster, book: OutcomeBook, names: list[str], wh
             f"{why}: unavailable ({detail}); the namespace controller cannot discover its API group, "
             f"so namespace {listed} cannot finish: fix the service or delete the APIService"
         )
-        book.add(ref, Action.BLOCKING, message=message, aspect="b")
+        book.add(ref, Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
     return bool(found)
 
 
@@ -81,7 +81,7 @@ def blocking(
     try:
         obj = cluster.get(ref)
     except UnfinalizeError as exc:
-        book.add(ref, Action.BLOCKING, message=f"{why}; cannot read it: {exc}", aspect="b")
+        book.add(ref, Action.BLOCKING, message=f"{why}; cannot read it: {exc}", aspect=STILL_BLOCKING)
         return
     if obj is None:
         return
@@ -109,4 +109,4 @@ def blocking(
         )
     if not parts:
         parts.append("still there")
-    book.add(ref, Action.BLOCKING, finalizers, f"{why}: " + "; ".join(parts), aspect="b")
+    book.add(ref, Action.BLOCKING, finalizers, f"{why}: " + "; ".join(parts), aspect=STILL_BLOCKING)

@@ -83,9 +83,9 @@ class Pacing:
 
     def wake_at(self) -> int:
         """In flight when the workers wake the submitter (workers.Workers). Far, the rate
-        is what is in flight per round trip, so each free place is filled at once
-        (measured against a sixteenth free at +50 ms: 3% more throughput for 10-20% more
-        client CPU per object); near, a quarter at a time, for the CPU."""
+        is what is in flight per round trip, so each free place is filled at once (a
+        sixteenth at a time gave up throughput for little CPU); near, a quarter at a
+        time, for the CPU."""
         limit = self.limit
         far = self._quickest is not None and self._quickest >= FAR  # a near server's queue makes jobs slow, not all
         return limit - 1 if far else limit - max(1, limit // NEAR_REFILL)

@@ -8,7 +8,7 @@ one condition are all the engine needs. The submitter is woken when several plac
 free, not after every job: one wake-up refills several slots. How many is the pacing's
 to say (`wake_at`): a quarter of the limit near the server, where each wake-up costs
 client CPU the server's own work competes with, a sixteenth far away, where the rate is
-what is in flight per round trip and a quarter cost 15% of it. A BulkPatch
+what is in flight per round trip and a quarter costs a share of it. A BulkPatch
 job goes to the bulk sender when the cluster offers one (bulk.py); what it hands back
 runs here, still counted in flight.
 """

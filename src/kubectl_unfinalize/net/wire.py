@@ -66,16 +66,6 @@ class Parser:
         self._need = 0
         self._chunks: list[bytes] = []
 
-    @property
-    def idle(self) -> bool:
-        """Between answers: nothing of the next one has been read."""
-        return self._state == _HEAD
-
-    @property
-    def to_eof(self) -> bool:
-        """The body under way ends only when the server closes the connection."""
-        return self._state == _EOF
-
     def feed(self, buf: bytearray) -> Response | None:
         while True:
             state = self._state

@@ -48,7 +48,6 @@ class Tally:
 
     count: int = 0
     oldest: float | None = None  # the earliest deletionTimestamp (epoch seconds)
-    newest_creation: float | None = None
     namespaces: set[str] = field(default_factory=set)
     more_namespaces: int = 0
     names: list[tuple[str | None, str]] = field(default_factory=list)
