@@ -19,8 +19,8 @@ from ..model import Action, ObjectKey, ObjectMeta, ObjectRef, Resource
 from ..options import DryRun, Options
 from . import diagnose
 from .admission import Admission, Blocked, guard
+from .background import Gate
 from .outcomes import OutcomeBook
-from .workers import Gate
 
 CONFLICT_RETRIES = 10
 

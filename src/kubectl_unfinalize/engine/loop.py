@@ -29,6 +29,7 @@ from ..kube.port import Cluster
 from ..model import STILL_BLOCKING, Action, Progress, Report, Resource, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
 from . import crd_pass, diagnose, namespace_reads, object_sweep
+from .background import Gate
 from .crd_pass import CrdPass
 from .crd_sweep import CrdState
 from .freeing import Freer
@@ -37,7 +38,7 @@ from .object_sweep import ObjectState
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
 from .preflight import preflight
-from .workers import Gate, Workers
+from .workers import Workers
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

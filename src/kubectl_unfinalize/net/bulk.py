@@ -10,11 +10,10 @@ the normal case is one PATCH per object. A job handed back after its request wen
 and no answer came (a reset, a timeout) says so: the server may have applied it, and a
 404 on the re-send then means "freed, and gone since".
 
-One request per connection, as many connections as requests in flight (`cap`).
-Connections are opened (TCP, TLS resuming the session) on short-lived threads, so a far
-cluster opens them all in one round trip, then read and written without blocking here.
-Each stays registered with the selector while it is open, so an idle one the server
-closes is noticed and dropped before a patch is sent on it.
+One request per connection, as many connections as requests in flight (`cap`), opened
+(TCP, TLS resuming the session) on short-lived threads so a far cluster opens them all in
+one round trip. Each stays registered with the selector while open: an idle one the
+server closes is dropped before a patch is sent on it.
 """
 
 from __future__ import annotations
