@@ -216,15 +216,18 @@ def test_no_kubeconfig_at_all_prints_only_the_directive(tmp_path, capsys, monkey
     assert capsys.readouterr() == (":4\n", "")
 
 
-class _ApiServer(http.server.BaseHTTPRequestHandler):
+class _JsonApi(http.server.BaseHTTPRequestHandler):
+    """The few GETs completion sends, answered on 127.0.0.1 from `answers` by path (404
+    for the rest), each recorded as (path with query, Accept, Authorization)."""
+
     requests: list = []
+    answers: dict = {}
 
     def do_GET(self):  # noqa: N802 - http.server's name
+        type(self).requests.append((self.path, self.headers.get("Accept"), self.headers.get("Authorization")))
         path = self.path.partition("?")[0]
-        type(self).requests.append((path, self.headers.get("Accept"), self.headers.get("Authorization")))
-        names = {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions": CRDS, "/api/v1/namespaces": ["default"]}
-        body = json.dumps({"items": [{"metadata": {"name": n}} for n in names.get(path, [])]}).encode()
-        self.send_response(200 if path in names else 404)
+        body = json.dumps(self.answers.get(path, {})).encode()
+        self.send_response(200 if path in self.answers else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -232,6 +235,18 @@ class _ApiServer(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def _items(names):
+    return {"items": [{"metadata": {"name": n}} for n in names]}
+
+
+class _ApiServer(_JsonApi):
+    requests: list = []
+    answers = {
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions": _items(CRDS),
+        "/api/v1/namespaces": _items(["default"]),
+    }
 
 
 def test_one_metadata_only_list_request_per_completion(tmp_path):
@@ -246,10 +261,10 @@ def test_one_metadata_only_list_request_per_completion(tmp_path):
         server.shutdown()
         server.server_close()
     (crd_path, accept, auth), (ns_path, _, ns_auth) = _ApiServer.requests
-    assert crd_path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert crd_path.partition("?")[0] == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     assert accept.startswith("application/json;as=PartialObjectMetadataList")
     assert (auth, ns_auth) == ("Bearer t0ken", "Bearer other")
-    assert ns_path == "/api/v1/namespaces"
+    assert ns_path.partition("?")[0] == "/api/v1/namespaces"
 
 
 def test_contexts_come_from_the_kubeconfig(tmp_path):
@@ -287,27 +302,16 @@ ARGO = {
 }
 
 
-class _DiscoveringServer(http.server.BaseHTTPRequestHandler):
+class _DiscoveringServer(_JsonApi):
     requests: list = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        type(self).requests.append((self.path, self.headers.get("Accept")))
-        answers = {
-            "/api": _aggregated([CORE]),
-            "/apis": _aggregated([ARGO]),
-        }
-        path = self.path.partition("?")[0]
-        if path == "/api/v1/namespaces/db/configmaps":
-            answers[path] = {"items": [{"metadata": {"name": "settings", "namespace": "db"}}], "metadata": {}}
-        body = json.dumps(answers.get(path, {})).encode()
-        self.send_response(200 if path in answers else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+    answers = {
+        "/api": _aggregated([CORE]),
+        "/apis": _aggregated([ARGO]),
+        "/api/v1/namespaces/db/configmaps": {
+            "items": [{"metadata": {"name": "settings", "namespace": "db"}}],
+            "metadata": {},
+        },
+    }
 
 
 def test_types_and_names_of_a_type_read_discovery_and_one_metadata_only_page(tmp_path):
@@ -325,9 +329,9 @@ def test_types_and_names_of_a_type_read_discovery_and_one_metadata_only_page(tmp
     assert types == ["applications.argoproj.io", "configmaps", "namespaces", "pods"]
     assert categories == ["all"]
     assert names == ["settings"]
-    paths = [path for path, _ in _DiscoveringServer.requests]
+    paths = [path for path, _, _ in _DiscoveringServer.requests]
     assert paths[:4] == ["/api", "/apis", "/api", "/apis"]
-    listed, accept = _DiscoveringServer.requests[4]
+    listed, accept, _ = _DiscoveringServer.requests[4]
     assert listed.startswith("/api/v1/namespaces/db/configmaps?limit=")  # one page, sized by the list budget
     assert accept.startswith("application/json;as=PartialObjectMetadataList")
     assert len(paths) == 7
