@@ -29,7 +29,7 @@ world = scan_world.world  # the module's cluster, a fixture
 
 def scan_json(cli, *args) -> tuple[dict, subprocess.CompletedProcess]:
     result = cli("scan", "-o", "json", *args)
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode in (0, 1) and result.stdout, result.stderr
     return json.loads(result.stdout), result
 
 
