@@ -9,14 +9,9 @@ import tempfile
 
 import pytest
 
-from kubectl_unfinalize.kube import config
-from kubectl_unfinalize.kube.kubeconfig import StaticConfig
+from kubectl_unfinalize.kube.pem_files import pem_files
 
 CERT, KEY = b"-----BEGIN CERTIFICATE-----\ncert\n", b"-----BEGIN PRIVATE KEY-----\nkey\n"
-
-
-def static(**fields: object) -> StaticConfig:
-    return StaticConfig(server="https://127.0.0.1:6443", namespace="default", context="c", **fields)  # type: ignore[arg-type]
 
 
 def ours() -> set[str]:
@@ -26,7 +21,7 @@ def ours() -> set[str]:
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memory files are Linux's")
 def test_data_is_read_from_memory_files_that_are_gone_after():
     before = ours()
-    with config._pem_files(static(cert_data=CERT, key_data=KEY)) as (cert, key):
+    with pem_files(cert_data=CERT, key_data=KEY) as (cert, key):
         assert cert.startswith("/proc/self/fd/") and key is not None and key.startswith("/proc/self/fd/")
         with open(cert, "rb") as c, open(key, "rb") as k:
             assert (c.read(), k.read()) == (CERT, KEY)
@@ -37,7 +32,7 @@ def test_data_is_read_from_memory_files_that_are_gone_after():
 
 def test_without_memory_files_a_private_directory_is_removed_after(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delattr(os, "memfd_create", raising=False)
-    with config._pem_files(static(cert_data=CERT, key_data=KEY)) as (cert, key):
+    with pem_files(cert_data=CERT, key_data=KEY) as (cert, key):
         assert key is not None and os.path.dirname(cert) == os.path.dirname(key)
         assert os.stat(key).st_mode & 0o077 == 0
         with open(key, "rb") as k:
@@ -47,9 +42,9 @@ def test_without_memory_files_a_private_directory_is_removed_after(monkeypatch: 
 
 def test_files_named_in_the_kubeconfig_are_used_as_they_are(tmp_path):
     cert, key = tmp_path / "c.crt", tmp_path / "c.key"
-    with config._pem_files(static(cert_file=str(cert), key_file=str(key))) as paths:
+    with pem_files(cert_file=str(cert), key_file=str(key)) as paths:
         assert paths == (str(cert), str(key))
-    with config._pem_files(static(cert_file=str(cert), key_data=KEY)) as (got_cert, got_key):
+    with pem_files(cert_file=str(cert), key_data=KEY) as (got_cert, got_key):
         assert got_cert == str(cert) and got_key is not None and got_key != str(key)
         with open(got_key, "rb") as k:
             assert k.read() == KEY

@@ -7,11 +7,9 @@ Precedence follows kubectl: --kubeconfig, else every path in KUBECONFIG merged, 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import ssl
-from collections.abc import Callable, Iterator
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from ..net.connections import Connections, Endpoint
 from ..options import ConnectionOptions
 from . import kubeconfig
 from .kubeconfig import StaticConfig, static_config
+from .pem_files import pem_files
 from .proxies import proxy_for
 from .transport import Transport
 
@@ -52,7 +51,7 @@ def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     if static.cert_file or static.cert_data:
-        with _pem_files(static) as (cert, key):
+        with pem_files(static.cert_file, static.cert_data, static.key_file, static.key_data) as (cert, key):
             try:
                 context.load_cert_chain(cert, key)
             except ssl.SSLError as exc:
@@ -63,43 +62,6 @@ def _direct(options: ConnectionOptions, static: StaticConfig) -> Transport:
     token = f"Bearer {static.token}" if static.token else None
     endpoint = Endpoint(static.server, context, static.tls_server_name, proxy)
     return _transport(options, endpoint, token, static.namespace, static.context)
-
-
-@contextlib.contextmanager
-def _pem_files(static: StaticConfig) -> Iterator[tuple[str, str | None]]:
-    """Paths of the client certificate and key, for ssl's load_cert_chain, which reads
-    files only. Those given as kubeconfig data are written where they are read at once and
-    then gone: on Linux a memory file (memfd), so a private key never reaches a disk (and
-    the start-up saves a temporary directory's creation and removal: tempfile imports
-    shutil and random); elsewhere a private temporary directory."""
-    if static.cert_file and (static.key_file or not static.key_data):
-        yield static.cert_file, static.key_file
-        return
-    with contextlib.ExitStack() as stack:
-        if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
-            write: Callable[[str, bytes], str] = partial(_memory_file, stack)
-        else:
-            import tempfile
-
-            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="kubectl-unfinalize-"))
-            write = partial(_private_file, directory)
-        cert = static.cert_file or write("client.crt", static.cert_data or b"")
-        key = static.key_file or (write("client.key", static.key_data) if static.key_data else None)
-        yield cert, key
-
-
-def _memory_file(stack: contextlib.ExitStack, name: str, data: bytes) -> str:
-    fd = os.memfd_create(f"kubectl-unfinalize-{name}", os.MFD_CLOEXEC)
-    stack.callback(os.close, fd)
-    os.write(fd, data)
-    return f"/proc/self/fd/{fd}"
-
-
-def _private_file(directory: str, name: str, data: bytes) -> str:
-    path = os.path.join(directory, name)
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
-        handle.write(data)
-    return path
 
 
 def _transport(
