@@ -166,3 +166,19 @@ def test_anything_but_static_credentials_is_left_to_the_kubernetes_client(tmp_pa
         "clusters": [{"name": "k", "cluster": {"server": "https://k.example"}}], "users": [{"name": "u", "user": user}],
     }))  # fmt: skip
     assert static_config(ConnectionOptions(), [str(path)]) is None
+
+
+def test_a_relative_path_in_a_kubeconfig_the_client_loads_is_relative_to_that_file(tmp_path, monkeypatch):
+    """As kubectl reads it, not relative to the working directory (the client's loader
+    did that when handed the merged files)."""
+    (tmp_path / "conf").mkdir()
+    self_signed_ca(tmp_path / "conf" / "ca.crt")
+    path = tmp_path / "conf" / "kc"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://k.example", "certificate-authority": "ca.crt"}}],
+        "users": [{"name": "u", "user": {"username": "u", "password": "p"}}],  # the client's to load
+    }))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    t = connect(ConnectionOptions(kubeconfig=str(path)))
+    assert t.host == "https://k.example" and t.authorization().startswith("Basic ")

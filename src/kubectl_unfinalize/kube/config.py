@@ -181,7 +181,8 @@ def _load(options: ConnectionOptions, config: Any) -> tuple[str, str]:
         raw["users"].append({"name": OVERRIDE_CONTEXT, "user": {}})
         context["user"] = OVERRIDE_CONTEXT
     raw.setdefault("contexts", []).append({"name": OVERRIDE_CONTEXT, "context": context})
-    KubeConfigLoader(config_dict=merged, active_context=OVERRIDE_CONTEXT).load_and_set(config)
+    # config_base_path None: a relative path is relative to the file that names it, as kubectl reads it
+    KubeConfigLoader(config_dict=merged, active_context=OVERRIDE_CONTEXT, config_base_path=None).load_and_set(config)
     return context.get("namespace") or "default", name
 
 
