@@ -97,12 +97,18 @@ class ApiError(ClusterError):
 
 
 class Unauthorized(ApiError):
-    """401: the credentials are wrong or expired; the user must fix the configuration."""
+    """401, and lasting: the credentials are wrong, revoked, or refused even when fresh (the
+    transport renews one that can be renewed once before it says so). A run stops with it
+    (exit 2): no other request can succeed. `credential` says whose credentials and how they
+    were obtained (kube.credentials), when the transport knows."""
 
     exit_status = ExitStatus.USAGE
+    credential = ""
 
     def __str__(self) -> str:
         detail = super().__str__()
+        if self.credential:
+            return f"the API server rejected the credentials {self.credential}: {detail}"
         return f"the API server rejected the credentials ({detail}): check the token or kubeconfig user"
 
 

@@ -42,27 +42,33 @@ def test_a_run_reaches_the_kubernetes_client(binary, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the credential plugin is a shell script")
-def test_an_exec_credential_plugin_loads_the_kubernetes_client_and_what_it_imports(binary, tmp_path):
-    """An exec plugin is read by the kubernetes client (pydantic, dateutil, ...): on Linux its
-    libraries come out of lazy-binaries.zip on first import. A missing one would end the run
-    as an unexpected ImportError, not as the unreachable server."""
+def test_an_exec_credential_plugin_runs_and_basic_auth_loads_the_kubernetes_client(binary, tmp_path):
+    """The tool runs an exec plugin itself (subprocess, json, datetime: in the binary);
+    basic auth is read by the kubernetes client (pydantic, dateutil, ...): on Linux its
+    libraries come out of lazy-binaries.zip on first import. A missing one would end the
+    run as an unexpected ImportError, not as the unreachable server."""
     plugin = tmp_path / "credential"
     plugin.write_text(
         '#!/bin/sh\necho \'{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",'
         ' "status": {"token": "from-the-plugin"}}\'\n'
     )
     plugin.chmod(0o755)
-    (tmp_path / "config").write_text(
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-        f"users: [{{name: u, user: {{exec: {{apiVersion: client.authentication.k8s.io/v1, command: {plugin},"
-        " interactiveMode: Never}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
-    )
-    result = run(binary, tmp_path, "crd", "widgets", "--kubeconfig", str(tmp_path / "config"), "-v")
-    assert result.returncode == 1, result.stderr
-    assert result.stderr.strip().endswith(
-        "error: cannot reach the API server at https://127.0.0.1:1: Connection refused"
-    )
-    assert "ImportError" not in result.stderr and "ModuleNotFoundError" not in result.stderr
+    users = {
+        "exec": f"{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: {plugin}, interactiveMode: Never}}}}",
+        "basic": "{username: u, password: p}",
+    }
+    for kind, user in users.items():
+        (tmp_path / kind).write_text(
+            "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+            f"users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n"
+            "current-context: x\n"
+        )
+        result = run(binary, tmp_path, "crd", "widgets", "--kubeconfig", str(tmp_path / kind), "-v")
+        assert result.returncode == 1, (kind, result.stderr)
+        assert result.stderr.strip().endswith(
+            "error: cannot reach the API server at https://127.0.0.1:1: Connection refused"
+        ), (kind, result.stderr)
+        assert "ImportError" not in result.stderr and "ModuleNotFoundError" not in result.stderr
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="lazy-binaries.zip is built on Linux only")

@@ -151,7 +151,6 @@ def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(t
 @pytest.mark.parametrize(
     "user",
     [
-        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
         {"auth-provider": {"name": "oidc"}},
         {"username": "u", "password": "p"},
         {"client-certificate": "relative/client.crt"},
@@ -166,6 +165,96 @@ def test_anything_but_static_credentials_is_left_to_the_kubernetes_client(tmp_pa
         "clusters": [{"name": "k", "cluster": {"server": "https://k.example"}}], "users": [{"name": "u", "user": user}],
     }))  # fmt: skip
     assert static_config(ConnectionOptions(), [str(path)]) is None
+
+
+def plugin_kubeconfig(tmp_path, user, cluster=None):
+    path = tmp_path / "kc"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "eks"}}],
+        "clusters": [{"name": "k", "cluster": cluster or {"server": "https://k.example"}}],
+        "users": [{"name": "eks", "user": user}],
+    }))  # fmt: skip
+    return str(path)
+
+
+def counting_plugin(tmp_path):
+    """An exec plugin that counts its runs in a file and gives token N on its Nth run."""
+    import sys
+
+    runs = tmp_path / "runs"
+    plugin = tmp_path / "get-token"
+    plugin.write_text(
+        f"#!{sys.executable}\nimport json\nwith open({str(runs)!r}, 'a') as f: f.write('.')\n"
+        f"n = len(open({str(runs)!r}).read())\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential',"
+        " 'status': {'token': f'token-{n}'}}))\n"
+    )
+    plugin.chmod(0o755)
+    exec_config = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": "./get-token",
+        "interactiveMode": "Never",
+    }
+    return exec_config, runs
+
+
+def test_an_exec_plugin_is_run_by_the_tool_without_the_kubernetes_client(tmp_path):
+    """Its credential is kept as client-go keeps it, which the client's loader does not."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exec_config, runs = counting_plugin(tmp_path)
+    path = plugin_kubeconfig(tmp_path, {"exec": exec_config})
+    code = (
+        "import sys; from kubectl_unfinalize.kube.config import connect;"
+        "from kubectl_unfinalize.options import ConnectionOptions;"
+        f"t = connect(ConnectionOptions(kubeconfig={path!r})); token = t.authorization();"
+        "assert token == 'Bearer token-1', token; assert t.credential.renewable;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'pydantic', 'requests')))"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": src})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]" and runs.read_text() == "."
+
+
+def test_through_the_kubernetes_client_an_exec_plugin_and_a_token_file_are_still_the_tools(tmp_path):
+    """A relative certificate-authority path sends the kubeconfig to the client; the
+    plugin is still run once by the tool (not by the client's loader as well), and a
+    relative tokenFile is read from beside the kubeconfig, again after a 401."""
+    self_signed_ca(tmp_path / "ca.crt")
+    exec_config, runs = counting_plugin(tmp_path)
+    cluster = {"server": "https://k.example", "certificate-authority": "ca.crt"}
+    t = connect(ConnectionOptions(kubeconfig=plugin_kubeconfig(tmp_path, {"exec": exec_config}, cluster)))
+    assert t.authorization() == "Bearer token-1" and runs.read_text() == "."
+    assert t.credential.describe() == 'of kubeconfig user "eks" (exec plugin ./get-token)'
+    (tmp_path / "token").write_text("from-the-file")
+    t = connect(ConnectionOptions(kubeconfig=plugin_kubeconfig(tmp_path, {"tokenFile": "token"}, cluster)))
+    first = t.credential.current()
+    assert first.header == "Bearer from-the-file"
+    (tmp_path / "token").write_text("rotated")
+    assert t.credential.renew(first).header == "Bearer rotated"
+
+
+def test_the_in_cluster_token_is_read_again_after_a_401(tmp_path, monkeypatch):
+    import kubernetes.config.incluster_config as incluster
+
+    secrets = tmp_path / "serviceaccount"
+    secrets.mkdir()
+    (secrets / "token").write_text("first")
+    self_signed_ca(secrets / "ca.crt")
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    t = connect(ConnectionOptions())
+    first = t.credential.current()
+    (secrets / "token").write_text("rotated by the kubelet")
+    assert t.credential.renew(first).header == "Bearer rotated by the kubelet"
+    assert t.credential.describe() == f"(in-cluster service-account token {secrets / 'token'})"
 
 
 def test_a_relative_path_in_a_kubeconfig_the_client_loads_is_relative_to_that_file(tmp_path, monkeypatch):

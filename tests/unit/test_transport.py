@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.errors import ApiError, DeadlineExceeded, Unreachable
+from kubectl_unfinalize.deadline import NO_DEADLINE, Deadline
+from kubectl_unfinalize.errors import ApiError, ConfigError, DeadlineExceeded, Unreachable
 from kubectl_unfinalize.kube.transport import Transport
 from kubectl_unfinalize.net.connections import NotSent, Response
 
@@ -48,7 +48,7 @@ class Headers(list):
 
 
 def transport(pool, **kwargs):
-    t = Transport("https://cluster", pool, lambda: "Bearer t", **kwargs)
+    t = Transport("https://cluster", pool, "Bearer t", **kwargs)
     t.sleeps = []
     t.sleep = t.sleeps.append
     return t
@@ -125,7 +125,7 @@ class Clock:
 
 
 def clocked(pool, clock, **kwargs):
-    t = Transport("https://cluster", pool, lambda: "Bearer secret-token", **kwargs)
+    t = Transport("https://cluster", pool, "Bearer secret-token", **kwargs)
     t.sleep = clock.sleep
     return t
 
@@ -197,20 +197,16 @@ def test_typed_errors_keep_the_status_details():
 def test_request_log_at_v6_and_bodies_at_v8_never_show_credentials():
     lines = []
     pool = ScriptedPool((200, {}, {"kind": "List"}), (200, {}, {"kind": "List"}))
-    Transport("https://cluster", pool, lambda: "Bearer secret-token", log=lines.append, verbosity=6).request(
+    Transport("https://cluster", pool, "Bearer secret-token", log=lines.append, verbosity=6).request(
         "GET", "/api", query={"limit": 5}
     )
-    Transport("https://cluster", pool, lambda: "Bearer secret-token", log=lines.append, verbosity=8).request(
-        "GET", "/api"
-    )
+    Transport("https://cluster", pool, "Bearer secret-token", log=lines.append, verbosity=8).request("GET", "/api")
     assert lines[0].startswith("GET https://cluster/api?limit=5 200") and "milliseconds" in lines[0]
     assert "Response Body:" not in lines[0] and 'Response Body: {"kind": "List"}' in lines[1]
     assert not any("secret-token" in line for line in lines)
 
 
 def test_a_token_with_a_line_break_is_a_configuration_error_and_nothing_is_sent():
-    from kubectl_unfinalize.errors import ConfigError
-
     pool = ScriptedPool((200, {}, {}))
     t = Transport("https://cluster", pool, "Bearer a\r\nX-Injected: 1")
     with pytest.raises(ConfigError, match="Authorization header"):
@@ -245,3 +241,101 @@ def test_a_retry_that_would_start_after_the_deadline_is_not_sent():
     with pytest.raises(DeadlineExceeded):
         t.request("GET", "/api", deadline=deadline, idempotent=True)
     assert len(pool.requests) == 1
+
+
+UNAUTHORIZED = (401, {}, {"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized", "code": 401})
+
+
+def renewing(*tokens):
+    """A credential whose every fetch gives the next header of `tokens` (a ConfigError raises)."""
+    from kubectl_unfinalize.kube.credentials import Renewed
+
+    answers = list(tokens)
+
+    def fetch():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer, None
+
+    return Renewed(fetch, 'of kubeconfig user "u"', "exec plugin get-token")
+
+
+def sent_tokens(pool):
+    return [headers["Authorization"] for _, _, _, headers in pool.requests]
+
+
+def test_a_401_renews_the_credential_and_sends_the_request_again_whatever_its_verb():
+    """A 401 is an answer: nothing was applied, so even a write that is not idempotent goes again."""
+    pool = ScriptedPool(UNAUTHORIZED, (200, {}, {"ok": True}))
+    t = Transport("https://cluster", pool, renewing("Bearer old", "Bearer new"))
+    assert t.request("POST", "/x", body={}) == {"ok": True}
+    assert sent_tokens(pool) == ["Bearer old", "Bearer new"]
+    pool.answers.append((200, {}, {}))
+    t.request("GET", "/y")
+    assert sent_tokens(pool)[-1] == "Bearer new"  # kept: the plugin is not run per request
+    assert t.headers("application/json", None).endswith(b"Authorization: Bearer new\r\n")  # the bulk sender's too
+
+
+def test_a_fresh_credential_refused_again_is_lasting_and_ends_the_run():
+    from kubectl_unfinalize.errors import Unauthorized
+
+    pool = ScriptedPool(UNAUTHORIZED, UNAUTHORIZED, (200, {}, {}))
+    t = Transport("https://cluster", pool, renewing("Bearer old", "Bearer new"))
+    deadline = Deadline(60)
+    with pytest.raises(Unauthorized) as info:
+        t.request("GET", "/apis", deadline=deadline)
+    assert str(info.value) == (
+        'the API server rejected the credentials of kubeconfig user "u" (exec plugin get-token,'
+        " obtained again after a 401 and refused too): Unauthorized"
+    )
+    assert info.value.exit_status == 2 and len(pool.requests) == 2
+    assert deadline.expired() and deadline.cause is info.value
+    with pytest.raises(Unauthorized, match="rejected the credentials of kubeconfig user"):
+        t.request("GET", "/api")  # another deadline's request: not sent either
+    assert len(pool.requests) == 2 and not NO_DEADLINE.expired()
+
+
+@pytest.mark.parametrize(
+    ("credential", "how"),
+    [
+        ("Bearer fixed", "(token)"),  # a fixed one cannot be renewed
+        (renewing("Bearer same", "Bearer same"), "(exec plugin get-token, obtained again after a 401 and refused too)"),
+        (
+            renewing("Bearer old", ConfigError("exec plugin get-token failed with exit code 1")),
+            "(exec plugin get-token; obtaining a new one failed: exec plugin get-token failed with exit code 1)",
+        ),
+    ],
+    ids=["fixed", "the-same-again", "renewal-failed"],
+)
+def test_a_401_nothing_new_can_answer_is_lasting_at_once(credential, how):
+    from kubectl_unfinalize.errors import Unauthorized
+
+    pool = ScriptedPool(UNAUTHORIZED, (200, {}, {}))
+    with pytest.raises(Unauthorized) as info:
+        Transport("https://cluster", pool, credential).request("GET", "/apis")
+    assert len(pool.requests) == 1 and how in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("answers", "sent", "fetches"),
+    [
+        ([UNAUTHORIZED, (200, {}, {})], ["Bearer t1", "Bearer t2"], 2),
+        # t2, obtained before this request's 401, refused too: one more renewal, then lasting
+        ([UNAUTHORIZED, UNAUTHORIZED, (200, {}, {})], ["Bearer t1", "Bearer t2", "Bearer t3"], 3),
+    ],
+)
+def test_a_401_to_a_token_another_request_renewed_meanwhile_is_sent_again_with_the_renewed_one(answers, sent, fetches):
+    """The wave's other requests reuse the renewal: the plugin runs once for all of them,
+    and a token obtained before this request's 401 is not yet proof of a lasting refusal."""
+    credential = renewing("Bearer t1", "Bearer t2", "Bearer t3")
+
+    class RenewedMeanwhile(ScriptedPool):
+        def send(self, *args, **kwargs):
+            if not self.requests:
+                credential.renew(credential.current())  # another request's 401, while this one was out
+            return super().send(*args, **kwargs)
+
+    pool = RenewedMeanwhile(*answers)
+    Transport("https://cluster", pool, credential).request("GET", "/x")
+    assert sent_tokens(pool) == sent and credential.fetches == fetches

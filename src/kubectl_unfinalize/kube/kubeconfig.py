@@ -3,22 +3,23 @@
 Importing the kubernetes client (pydantic, requests, oauthlib, ...) costs more time per
 run than a small teardown's whole work. Most kubeconfigs
 (kind, minikube, CI service accounts, client certificates) need none of it: a server,
-a CA, a client certificate or a token, perhaps a proxy-url. This module resolves those,
-merging files as kubectl does (first file wins for each name and for current-context).
-Anything else (exec plugins, auth providers, basic auth, relative paths, or any error) is
-answered None, and config.py lets the kubernetes client load it, errors included.
+a CA, a client certificate or a token, perhaps a proxy-url; an exec plugin or a token
+file is credentials.py's to run or read. This module resolves those, merging files as
+kubectl does (first file wins for each name and for current-context). Anything else
+(auth providers, basic auth, relative paths, or any error) is answered None, and
+config.py lets the kubernetes client load it, errors included.
 """
 
 from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..options import ConnectionOptions
 
-_DYNAMIC_USER_KEYS = ("exec", "auth-provider", "username", "password")
+_DYNAMIC_USER_KEYS = ("auth-provider", "username", "password")
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,10 @@ class StaticConfig:
     server: str
     namespace: str
     context: str
-    token: str | None = None
+    user_name: str = ""
+    user: dict[str, Any] = field(default_factory=dict)  # its kubeconfig entry: credentials.user_credential reads it
+    base: str = ""  # the directory of the file that defines the user (an exec command is relative to it)
+    cluster: dict[str, Any] = field(default_factory=dict)  # its kubeconfig entry (an exec plugin may be given it)
     ca_file: str | None = None
     ca_data: bytes | None = None
     cert_file: str | None = None
@@ -43,7 +47,7 @@ class StaticConfig:
 def static_config(options: ConnectionOptions, paths: list[str]) -> StaticConfig | None:
     """The settings for `options` from the kubeconfig files `paths`, or None."""
     try:
-        return _resolve(options, [_read(path) for path in paths])
+        return _resolve(options, paths, [_read(path) for path in paths])
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None  # the kubernetes client's loader will say what is wrong
 
@@ -51,7 +55,7 @@ def static_config(options: ConnectionOptions, paths: list[str]) -> StaticConfig 
 def context_names(paths: list[str]) -> list[str]:
     """Every context the kubeconfig files define, in kubectl's merge order (the first
     file that names one defines it)."""
-    return list(_merged([_read(path) for path in paths], "contexts", "context"))
+    return list(_merged([(path, _read(path)) for path in paths], "contexts", "context"))
 
 
 def _read(path: str) -> dict[str, Any]:
@@ -68,30 +72,32 @@ def _read(path: str) -> dict[str, Any]:
     return data
 
 
-def _merged(docs: list[dict[str, Any]], section: str, key: str) -> dict[str, dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
-    for doc in docs:
+def _merged(docs: list[tuple[str, dict[str, Any]]], section: str, key: str) -> dict[str, tuple[dict[str, Any], str]]:
+    """Each entry of `section` by name, the first file's winning, with that file's directory."""
+    merged: dict[str, tuple[dict[str, Any], str]] = {}
+    for path, doc in docs:
         for entry in doc.get(section) or []:
-            merged.setdefault(str(entry["name"]), dict(entry.get(key) or {}))
+            merged.setdefault(str(entry["name"]), (dict(entry.get(key) or {}), os.path.dirname(path)))
     return merged
 
 
-def _resolve(options: ConnectionOptions, docs: list[dict[str, Any]]) -> StaticConfig | None:
+def _resolve(options: ConnectionOptions, paths: list[str], parsed: list[dict[str, Any]]) -> StaticConfig | None:
+    docs = list(zip(paths, parsed, strict=True))
     contexts = _merged(docs, "contexts", "context")
     clusters = _merged(docs, "clusters", "cluster")
     users = _merged(docs, "users", "user")
-    name = options.context or next((str(d["current-context"]) for d in docs if d.get("current-context")), "")
+    name = options.context or next((str(d["current-context"]) for _, d in docs if d.get("current-context")), "")
     if name not in contexts:
         return None
-    context = dict(contexts[name])
+    context = dict(contexts[name][0])
     for flag, key, known in (("cluster", "cluster", clusters), ("user", "user", users)):
         value = getattr(options, flag)
         if value:
             if value not in known:
                 return None
             context[key] = value
-    cluster = clusters.get(str(context.get("cluster") or ""))
-    user = users.get(str(context.get("user") or ""), {}) if context.get("user") else {}
+    cluster = clusters.get(str(context.get("cluster") or ""), (None, ""))[0]
+    user, base = users.get(str(context.get("user") or ""), ({}, "")) if context.get("user") else ({}, "")
     if cluster is None or context.get("user") and str(context["user"]) not in users:
         return None
     if any(key in user for key in _DYNAMIC_USER_KEYS):
@@ -100,15 +106,14 @@ def _resolve(options: ConnectionOptions, docs: list[dict[str, Any]]) -> StaticCo
     files.append(user.get("tokenFile"))
     if any(path and not os.path.isabs(str(path)) for path in files):
         return None  # relative to their kubeconfig file: leave that rule to the client
-    token = options.token or user.get("token")
-    if not token and user.get("tokenFile"):
-        with open(str(user["tokenFile"]), encoding="utf-8") as handle:
-            token = handle.read().strip()
     return StaticConfig(
         server=str(options.server or cluster["server"]),
         namespace=str(context.get("namespace") or "default"),
         context=name,
-        token=str(token) if token else None,
+        user_name=str(context.get("user") or ""),
+        user=user,
+        base=base,
+        cluster=cluster,
         ca_file=options.certificate_authority or cluster.get("certificate-authority"),
         ca_data=None if options.certificate_authority else _data(cluster.get("certificate-authority-data")),
         cert_file=options.client_certificate or user.get("client-certificate"),

@@ -5,6 +5,12 @@ metadata-only lists, pick a patch type per request, or retry on 429/5xx. Every r
 goes through `Transport.request`, over net.connections' per-thread connections, except
 the bulk sender's remove-every-finalizer patches (net.bulk), which take their headers and
 timeouts from here and hand anything but a 2xx back to `request`.
+
+A 401 renews a credential that can be renewed (credentials.py) and the request is sent
+again: every verb here is idempotent, and a 401 is an answer (nothing was applied). A
+401 to a credential obtained after the request's first 401, or to one that cannot be
+renewed, is lasting: the transport sends nothing more, and the deadline of the request
+that found it ends with it (Deadline.end), so the run stops as at its deadline.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from urllib.parse import urlencode, urlsplit
 
 from .._version import __version__
 from ..deadline import NO_DEADLINE, Deadline
-from ..errors import ApiError, ConfigError, DeadlineExceeded, Unreachable, api_error_class
+from ..errors import ApiError, ConfigError, DeadlineExceeded, Unauthorized, Unreachable, api_error_class
 from ..net.connections import Connections, NotSent, Response, header_lines
 from ..net.connections import reason as failure
+from .credentials import Credential, Token
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -49,14 +56,15 @@ class Transport:
     """The connections (one per worker thread), credentials and headers of one run.
 
     `verbosity` follows kubectl's -v: 6 logs one line per request, 8 adds bodies
-    (truncated). Credentials never reach the log.
+    (truncated). Credentials never reach the log. `credential`: a fixed Authorization
+    header value (or None) is a Credential that is never renewed.
     """
 
     def __init__(
         self,
         host: str,
         connections: Connections,
-        auth: Callable[[], str | None] | str | None,
+        credential: Credential | str | None,
         impersonate: Iterable[tuple[str, str]] = (),
         request_timeout: float | None = None,
         namespace: str = "default",
@@ -67,9 +75,11 @@ class Transport:
         self.host = host.rstrip("/")
         self.connections = connections
         self._prefix = urlsplit(self.host).path.rstrip("/")  # a server URL may carry a path
-        self._auth = auth if callable(auth) else None  # a plugin's token may change; a static one does not
-        self._token = None if callable(auth) else auth
-        self._auth_lock = threading.Lock()  # an exec plugin must not run once per thread
+        if not isinstance(credential, Credential):
+            credential = Credential(credential, "", "token" if credential else "no credentials")
+        self.credential = credential
+        self.rejected: Unauthorized | None = None  # the lasting 401: nothing is sent after it
+        self._verdict = threading.Lock()
         self._impersonate = list(impersonate)
         self.request_timeout = request_timeout
         self.namespace = namespace
@@ -83,8 +93,6 @@ class Transport:
         # How a 429's Retry-After is waited: the engine's workers give the request's place up meanwhile.
         self.parked: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
         self._static = [("User-Agent", f"kubectl-unfinalize/{__version__}")]
-        if self._token:
-            self._static.append(("Authorization", self._token))
         self._static += self._impersonate  # Impersonate-Group may repeat: one header line each
         self._blocks: dict[tuple[str, str | None], bytes] = {}  # the header lines of each kind of request
 
@@ -97,15 +105,18 @@ class Transport:
     def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
         self.close()
 
-    def headers(self, accept: str, content_type: str | None) -> bytes:
+    def headers(self, accept: str, content_type: str | None, token: Token | None = None) -> bytes:
+        """The header lines of a request, with the credential's current token (or `token`):
+        the bulk sender asks for them once per batch, so a renewed token reaches it too."""
         block = self._blocks.get((accept, content_type))
         if block is None:
             fields = [("Accept", accept), *self._static]
             if content_type:
                 fields.append(("Content-Type", content_type))
             block = self._blocks[(accept, content_type)] = header_lines(fields)
-        if self._auth is not None and (token := self.authorization()):
-            block += header_lines([("Authorization", token)])
+        header = (token or self.credential.current()).header
+        if header:
+            block += header_lines([("Authorization", header)])
         return block
 
     @property
@@ -125,11 +136,8 @@ class Transport:
         return throttled_wait(retry_after)
 
     def authorization(self) -> str | None:
-        """The Authorization header's value now (an exec plugin's token is refreshed)."""
-        if self._auth is None:
-            return self._token
-        with self._auth_lock:
-            return self._auth()
+        """The Authorization header's value now (an exec plugin's token is renewed when it expires)."""
+        return self.credential.current().header
 
     def timeout(self, deadline: Deadline) -> float:
         return max(deadline.cap(self.request_timeout or READ_TIMEOUT), MIN_TIME)
@@ -170,14 +178,19 @@ class Transport:
         bounded = deadline.at is not None
         attempt = internal_errors = 0
         ambiguous = False
+        renewed: float | None = None  # when this request's first 401 asked for a new credential
+        token: Token | None = None  # the credential to send with; None: the current one
         while True:
             attempt += 1
+            if self.rejected is not None:  # before the deadline, which it may have ended
+                raise _again(self.rejected)
             if deadline.remaining() < MIN_TIME:
                 raise DeadlineExceeded(f"out of time before {method} {path} could be sent")
             started = time.monotonic()
+            token = token or self.credential.current()
             try:
                 response = self.connections.send(
-                    method, target, payload, self.headers(accept, content_type), self.timeout(deadline), on_chunk
+                    method, target, payload, self.headers(accept, content_type, token), self.timeout(deadline), on_chunk
                 )
             except ValueError as exc:  # a header value or name that cannot be sent
                 raise ConfigError(str(exc)) from None
@@ -205,6 +218,11 @@ class Transport:
                     on_bytes(len(data))
                 return parse(data) if data and decode else None
             error = _api_error(method, path, response, ambiguous)
+            if isinstance(error, Unauthorized):
+                renewed = renewed or time.monotonic()
+                token = self._renewed(token, renewed, error, deadline)
+                continue
+            token = None
             throttled = status == 429
             if throttled:
                 self.pushed_back(started)
@@ -222,6 +240,31 @@ class Transport:
             with self.parked() if throttled else contextlib.nullcontext():
                 self.sleep(min(delay, deadline.remaining()))
 
+    def _renewed(self, refused: Token, since: float, error: Unauthorized, deadline: Deadline) -> Token:
+        """After a 401 to `refused`: the credential to send the request again with. Raises
+        `error` when the refusal is lasting: the credential cannot be renewed, the refused
+        one was obtained `since` this request's first 401, a new one cannot be obtained, or
+        it is the refused one again. The first lasting 401 ends `deadline` and stops the
+        transport; one that comes after it raises its copy."""
+        credential, renewed, fresh, why = self.credential, False, None, ""
+        if self.rejected is None and credential.renewable and refused.obtained < since:
+            try:
+                fresh = credential.renew(refused)
+            except ConfigError as exc:
+                why = str(exc)
+            else:
+                renewed = fresh.obtained >= since
+                if not (renewed and fresh.header == refused.header):
+                    return fresh
+        error.credential = credential.describe(renewed or refused.obtained >= since, why)
+        with self._verdict:
+            if self.rejected is None:
+                self.rejected = error
+                if deadline is not NO_DEADLINE:
+                    deadline.end(error)
+                raise error
+        raise _again(self.rejected)
+
     def _trace(self, method: str, url: str, result: str, started: float, attempt: int, data: bytes | None) -> None:
         if self._log is None:
             return
@@ -232,6 +275,14 @@ class Transport:
             text = data[:LOG_BODY].decode(errors="replace")
             line += f"\nResponse Body: {text}" + ("..." if len(data) > LOG_BODY else "")
         self._log(line)
+
+
+def _again(error: Unauthorized) -> Unauthorized:
+    """The lasting 401 once more, for a request not sent because of it (an exception
+    raised on several threads at once would share its traceback)."""
+    again = Unauthorized(error.status, error.reason, Exception.__str__(error), error.method, error.path)
+    again.credential = error.credential
+    return again
 
 
 def _backoff(attempt: int) -> float:

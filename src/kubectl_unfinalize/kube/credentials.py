@@ -1,0 +1,205 @@
+"""The run's credential: the Authorization header each request carries, and its renewal.
+
+Credentials as client-go treats them (facts relied on, from client-go's exec plugin
+authenticator and its cached file token source):
+- An exec plugin's answer is kept until its `expirationTimestamp`, and without one until
+  the API server answers 401. One run at a time (a lock guards the plugin), and after a
+  401 the plugin runs again only if the credential that request carried is still the one
+  kept: the requests of one wave of 401s share one run.
+- A token file is read again once its last read is a minute old, less ten seconds of
+  leeway, and after a 401 to a request sent with a token read before it. A failed re-read
+  keeps the token read last.
+client-go does not send the refused request again; here, every verb is idempotent and a
+401 is an answer (nothing was applied), so the transport sends it once more with the
+renewed credential. The kubernetes Python client counts a credential with less than five
+minutes left as expired: a plugin giving 15-minute tokens ran for most requests. Here the
+margin is ten seconds, or a quarter of the credential's life when that is shorter.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .exec_plugin import ExecPlugin
+
+REREAD = 50.0  # seconds: token files and auth providers are read again this often
+MARGIN = 10.0  # seconds before its expirationTimestamp an exec credential is renewed
+AFTER_FAILURE = 5.0  # seconds a kept credential serves after a renewal failed, before the next try
+MIN_LIFE = 1.0  # an exec credential given already expired (a skewed clock) still serves this long
+
+Fetch = Callable[[], tuple[str | None, "float | None"]]  # (the Authorization header, expiry: epoch seconds)
+
+
+@dataclass(eq=False)
+class Token:
+    """An Authorization header as obtained once. Compared by identity: a request's 401
+    renews the credential only while the token it carried is still the one kept."""
+
+    header: str | None
+    obtained: float  # time.monotonic() then
+    fresh_until: float = float("inf")  # after this, current() obtains another
+
+
+class Credential:
+    """A fixed header (or none: a client certificate), never renewed: --token, a
+    kubeconfig's token, basic auth. A 401 to it is lasting. `whose` and `how` name it in
+    the error a lasting 401 becomes."""
+
+    renewable = False
+
+    def __init__(self, header: str | None, whose: str, how: str) -> None:
+        self._token = Token(header, 0.0)
+        self.whose = whose
+        self.how = how
+
+    def current(self) -> Token:
+        return self._token
+
+    def renew(self, refused: Token) -> Token:
+        """A token to send the request refused with `refused` again with."""
+        return self._token
+
+    def describe(self, renewed: bool = False, failure: str = "") -> str:
+        """Whose credentials and how obtained, for Unauthorized: 'of kubeconfig user "u" (token file /t)'."""
+        how = self.how
+        if failure:
+            how += f"; obtaining a new one failed: {failure}"
+        elif renewed:
+            how += ", obtained again after a 401 and refused too"
+        return f"{self.whose} ({how})".strip()
+
+
+class Renewed(Credential):
+    """Obtained by `fetch` (run the plugin, read the file), kept until its expiry less the
+    margin, or for `period` seconds when it has none (token files, auth providers; None:
+    until a 401). Thread-safe: one fetch at a time, and those waiting reuse its result."""
+
+    renewable = True
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        whose: str,
+        how: str,
+        period: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(None, whose, how)
+        self._fetch = fetch
+        self._period = period
+        self._clock = clock
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._kept: Token | None = None
+        self.fetches = 0  # how many times it was obtained
+
+    def current(self) -> Token:
+        kept = self._kept
+        if kept is not None and self._clock() < kept.fresh_until:
+            return kept
+        with self._lock:
+            kept = self._kept
+            if kept is not None and self._clock() < kept.fresh_until:
+                return kept
+            try:
+                return self._obtain()
+            except ConfigError:
+                if kept is None:
+                    raise  # nothing to go on with: the first request fails with it
+                kept.fresh_until = self._clock() + AFTER_FAILURE  # a 401 will say whether it still serves
+                return kept
+
+    def renew(self, refused: Token) -> Token:
+        """After a 401 to a request sent with `refused`: the kept token when another request
+        has renewed it since (or it expired and was replaced), else a new one, obtained now.
+        Raises ConfigError when it cannot be obtained."""
+        with self._lock:
+            kept = self._kept
+            if kept is not None and kept is not refused and self._clock() < kept.fresh_until:
+                return kept
+            return self._obtain()
+
+    def _obtain(self) -> Token:
+        header, expires = self._fetch()
+        self.fetches += 1
+        now = self._clock()
+        token = Token(header, now)
+        if expires is not None:
+            life = expires - self._wall()
+            token.fresh_until = now + max(life - min(MARGIN, life / 4), MIN_LIFE)
+        elif self._period is not None:
+            token.fresh_until = now + self._period
+        self._kept = token
+        return token
+
+
+def bearer(token: str | None) -> str | None:
+    return f"Bearer {token}" if token else None
+
+
+def token_file(path: str, whose: str, how: str = "") -> Renewed:
+    """A token read from `path` now and again (a kubeconfig's tokenFile, the in-cluster
+    service-account token the kubelet rotates)."""
+
+    def read() -> tuple[str | None, float | None]:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                token = handle.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the token file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not token:
+            raise ConfigError(f"the token file {path} is empty")
+        return bearer(token), None
+
+    credential = Renewed(read, whose, how or f"token file {path}", period=REREAD)
+    credential.current()  # a missing or empty file is a configuration error before the first request
+    return credential
+
+
+def exec_credential(plugin: ExecPlugin, whose: str) -> tuple[Credential, bytes | None, bytes | None]:
+    """The plugin's credential, run once now, and the client certificate and key it gave
+    (for the TLS context). A certificate alone cannot be renewed here (a connection keeps
+    the certificate it was opened with): the credential is then fixed."""
+    how = f"exec plugin {plugin.command}"
+    first = plugin.run()
+    if not first.token:
+        return Credential(None, whose, how + " (client certificate)"), first.cert, first.key
+    answers = [first]
+
+    def fetch() -> tuple[str | None, float | None]:
+        answer = answers.pop() if answers else plugin.run()
+        return bearer(answer.token), answer.expires
+
+    credential = Renewed(fetch, whose, how)
+    credential.current()
+    return credential, first.cert, first.key
+
+
+def user_credential(
+    name: str, user: dict[str, Any], base: str, cluster: dict[str, Any], flag_token: str | None = None
+) -> tuple[Credential, bytes | None, bytes | None] | None:
+    """The credential of kubeconfig user `name` (its entry `user`, from a file in
+    directory `base`), with kubectl's precedence: --token, the user's token, its
+    tokenFile, its exec plugin (which client-go ignores when the user has a client
+    certificate). None for what the kubernetes client loads (auth providers, basic auth).
+    Also the client certificate and key an exec plugin gave."""
+    whose = f'of kubeconfig user "{name}"' if name else ""
+    if flag_token:
+        return Credential(bearer(flag_token), whose, "token from --token"), None, None
+    if "auth-provider" in user or "username" in user:
+        return None
+    if user.get("token"):
+        return Credential(bearer(str(user["token"])), whose, "token in the kubeconfig"), None, None
+    if user.get("tokenFile"):
+        return token_file(os.path.join(base, str(user["tokenFile"])), whose), None, None
+    has_certificate = user.get("client-certificate") or user.get("client-certificate-data")
+    if isinstance(user.get("exec"), dict) and not has_certificate:
+        return exec_credential(ExecPlugin(user["exec"], base, cluster), whose)
+    return Credential(None, whose, "client certificate" if has_certificate else "no credentials"), None, None
