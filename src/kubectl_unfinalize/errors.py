@@ -136,6 +136,11 @@ class TooManyRequests(ApiError):
     """429: API Priority and Fairness (or a webhook) asks to slow down."""
 
 
+# What ends a run, not one object's job: its deadline (or Ctrl-C), or credentials the API
+# server rejects for good (the run's deadline then ends with it). The engine records no
+# outcome for a request they stopped; the report says why the run ended.
+RUN_ENDED = (DeadlineExceeded, Unauthorized)
+
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: Invalid,
     401: Unauthorized,

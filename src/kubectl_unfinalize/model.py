@@ -8,7 +8,7 @@ from enum import Enum
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from .errors import IncompleteError
+from .errors import IncompleteError, UnfinalizeError
 from .finalizers import EXTERNAL_NAME
 from .options import DryRun
 
@@ -215,6 +215,9 @@ class Report:
     skipped: list[str] = field(default_factory=list)
     aborted: bool = False
     error: str = ""  # what stopped progress, when something did
+    # What ended the run before its deadline (credentials the API server rejects for
+    # good): `error` says it, and its exit status is the run's.
+    stopped_by: UnfinalizeError | None = None
 
     def __post_init__(self) -> None:
         if self.outcomes and not self.counts:  # a Report built by hand counts what it holds
@@ -236,7 +239,10 @@ class Report:
         return not (self.timed_out or self.interrupted or self.error or self.failed)
 
     def raise_for_failure(self) -> Report:
-        """For test teardowns: turn a partial result into an exception that says why."""
+        """For test teardowns: turn a partial result into an exception that says why
+        (the error that ended the run, when one did)."""
+        if self.stopped_by is not None:
+            raise self.stopped_by
         if not self.ok:
             lines = [f"{o.ref}: {o.action.value} {o.message}".strip() for o in self.failed]
             if self.error:

@@ -499,3 +499,37 @@ def test_a_terminating_object_gone_before_its_bulk_patch_is_already_gone():
         ("w002", Action.UNFINALIZED, ""),
     ]
     assert report.ok and report.count(Action.UNFINALIZED) == 2 and report.count(Action.GONE) == 1
+
+
+@pytest.mark.parametrize("delete", [False, True], ids=["free", "delete"])
+def test_credentials_rejected_for_good_stop_the_run_at_once_and_the_report_keeps_what_was_done(bulk, delete):
+    """As the transport does on a lasting 401 (test_transport.py): the run's deadline ends
+    with it and no request is sent after. The run stops as at its deadline, without listing
+    again until it, without a diagnosis (nothing more can be asked), and without a failure
+    per object: the run's error says it, and its exit status (2) is the run's."""
+    from kubectl_unfinalize.errors import Unauthorized
+
+    cluster = FakeCluster(bulk=bulk)
+    for i in range(40):
+        cluster.add(f"o{i}", ["x"])
+    deadline = Deadline(300)
+    rejected = Unauthorized(401, "Unauthorized", "Unauthorized", "PATCH", "/o5")
+    rejected.credential = 'of kubeconfig user "u" (exec plugin get-token, obtained again after a 401 and refused too)'
+
+    def revoked(verb, ref):
+        if deadline.cause is not None:
+            raise Unauthorized(401, "Unauthorized", "Unauthorized")  # the transport sends nothing more
+        if verb == "patch" and ref.name == "o5":
+            deadline.end(rejected)
+            raise rejected
+
+    cluster.hooks.append(revoked)
+    opts = Options(settle=0, poll=0.01, concurrency=2, delete=delete)
+    report = Engine(cluster, opts, deadline).run(Targets(crds=[WIDGET_CRD]))
+    assert report.stopped_by is rejected and report.error == str(rejected) and "\n" not in report.error
+    assert not report.timed_out and not report.interrupted and not report.ok
+    assert not report.failed  # nothing blamed on an object, nothing diagnosed
+    assert 0 < report.count(Action.UNFINALIZED) < 40  # what was done before is reported
+    assert len([c for c in cluster.calls if c[0] == "list"]) == 1
+    with pytest.raises(Unauthorized):
+        report.raise_for_failure()

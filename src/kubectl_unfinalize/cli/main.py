@@ -220,4 +220,6 @@ def _summarize(report: Report, quiet: bool) -> int:
         err(summary_line(report))
     if report.interrupted:
         return ExitStatus.INTERRUPTED
+    if report.stopped_by is not None:
+        return report.stopped_by.exit_status
     return ExitStatus.OK if report.ok else ExitStatus.FAILED

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..errors import DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
+from ..errors import RUN_ENDED, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import CRD, Action, ObjectMeta, crd_ref
 from ..options import DryRun
@@ -130,7 +130,7 @@ def _list(freer: Freer, state: CrdState, place: Place) -> Generator[Job, None, U
                     state.started()
                     # A bulk patch answered 2xx is freed and never handed to _free_instance.
                     yield freer.fast(meta, partial(_free_instance, freer, state, meta), state.finished)
-    except DeadlineExceeded:
+    except RUN_ENDED:
         state.listed = False  # the diagnosis at the deadline says what is left
     except UnfinalizeError as exc:
         return exc

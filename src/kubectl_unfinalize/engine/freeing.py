@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import finalizers
 from ..deadline import Deadline
-from ..errors import Conflict, DeadlineExceeded, NotFound, UnfinalizeError
+from ..errors import RUN_ENDED, Conflict, NotFound, UnfinalizeError
 from ..kube.cluster import remove_all
 from ..kube.port import Cluster
 from ..model import Action, ObjectKey, ObjectMeta, ObjectRef, Resource
@@ -135,8 +135,8 @@ class Freer:
         """Run one object's job on a worker; its failure becomes its outcome."""
         try:
             return job()
-        except DeadlineExceeded:
-            pass  # not sent: what still blocks is said by the diagnosis at the deadline
+        except RUN_ENDED:
+            pass  # not sent, or the run ended: the diagnosis at the deadline, or the run's error, says what is left
         except Blocked as exc:  # lasting: the webhook's own line says what and how to fix it
             with self.lock:
                 self.admission.refusals[ref.resource] += 1

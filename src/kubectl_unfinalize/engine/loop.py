@@ -11,7 +11,9 @@ passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one
 are done, and the wait reads them all with one list of CRDs per poll.
 
 Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
-on; run() raises only for a permission missing before the first write.
+on; run() raises only for a permission missing before the first write. Credentials the
+API server rejects for good end the run's deadline (kube.transport): the run stops as at
+its deadline, and the Report carries the error (stopped_by) beside what was done.
 """
 
 from __future__ import annotations
@@ -169,7 +171,9 @@ class Engine:
             if pending.objects or pending.spaces or not self.crds.wait_gone(pending.crds):
                 time.sleep(min(poll, self.deadline.remaining()))
                 poll = min(poll * 2, options.poll)
-        if report.timed_out and self.deadline.interrupted:
+        if report.timed_out and self.deadline.cause is not None:  # nothing more can be asked: no diagnosis
+            report.timed_out, report.stopped_by, report.error = False, self.deadline.cause, str(self.deadline.cause)
+        elif report.timed_out and self.deadline.interrupted:
             report.timed_out, report.interrupted = False, True
         elif report.timed_out:
             self._diagnose(pending, "timed out")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..errors import DeadlineExceeded, UnfinalizeError
+from ..errors import RUN_ENDED, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import Action, ObjectMeta, ObjectRef, Resource, namespace_ref
 from . import diagnose, namespace_reads
@@ -57,7 +57,7 @@ class NamespaceSweep:
         ref = namespace_ref(state.name)
         try:
             meta = self.freer.cluster.get_meta(ref)
-        except DeadlineExceeded:
+        except RUN_ENDED:
             return  # the diagnosis says what is left
         except UnfinalizeError as exc:
             self.freer.book.add(ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get")
@@ -127,7 +127,7 @@ class NamespaceSweep:
         if self.discovery is None:
             try:
                 self.discovery = namespace_reads.discover(self.freer.cluster)
-            except DeadlineExceeded:
+            except RUN_ENDED:
                 return None
             except UnfinalizeError as exc:
                 self.freer.book.add(ref, Action.FAILED, message=f"cannot discover the API's resource types: {exc}")
@@ -153,7 +153,7 @@ class NamespaceSweep:
                         wanted.append(meta)
                     elif meta.terminating and meta.finalizers and len(held) < HELD_SHOWN:
                         held.append(meta)
-        except DeadlineExceeded:
+        except RUN_ENDED:
             pass
         except UnfinalizeError as exc:
             message = diagnose.list_failure(exc, resource)
