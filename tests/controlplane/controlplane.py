@@ -102,6 +102,9 @@ class ControlPlane:
     expires older continue tokens at once (410 Gone), as it eventually does on any
     server; with the feature on, the watch cache keeps answering them until it learns
     of the compaction (polled every 15 s, and only from the API server's own key).
+
+    ``apiserver_args``: more kube-apiserver flags, for a control plane of a test's own
+    (e.g. a token webhook: ``token_webhook.TokenWebhook.flags()``).
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class ControlPlane:
         audit: bool = False,
         continue_from_cache: bool = False,
         audit_reads: bool = False,
+        apiserver_args: tuple[str, ...] | list[str] = (),
     ):
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self.controllers = tuple(controllers)
@@ -122,6 +126,7 @@ class ControlPlane:
         self.audit = audit or audit_reads
         self.audit_reads = audit_reads
         self.continue_from_cache = continue_from_cache
+        self.apiserver_args = list(apiserver_args)
         self._build = build
         self._keep = keep_workdir
         self.workdir: Path | None = None
@@ -408,6 +413,7 @@ class ControlPlane:
                 "--endpoint-reconciler-type=none",
                 *([] if self.continue_from_cache else ["--feature-gates=ListFromCacheSnapshot=false"]),
                 *self._audit_args(),
+                *self.apiserver_args,
             ],
         )
         self._wait("kube-apiserver /readyz", deadline, self._apiserver_ready)
