@@ -272,3 +272,21 @@ def test_kopf_peering_is_read_also_when_the_scan_is_narrowed_to_a_namespace():
     assert (
         stalls.state is State.ALIVE and "kopf peer me@1 in ClusterKopfPeering default, seen 2s ago" in stalls.evidence
     )
+
+
+def test_credentials_rejected_for_good_end_the_scan_with_their_error_not_a_line_per_type():
+    """The transport raises Unauthorized only once a renewed credential was refused too, and
+    then for every request after it: each type's "not scanned" line would say the same."""
+    from kubectl_unfinalize.errors import Unauthorized
+
+    fake = cluster()
+    listed = fake.list_metadata
+
+    def revoked(resource, query):
+        if resource.plural == "stalls":
+            raise Unauthorized(401, "Unauthorized", "Unauthorized")
+        return listed(resource, query)
+
+    fake.list_metadata = revoked
+    with pytest.raises(Unauthorized):
+        scan(fake, ScanOptions())

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import finalizers
 from ..durations import ago
-from ..errors import Forbidden, UnfinalizeError
+from ..errors import Forbidden, Unauthorized, UnfinalizeError
 from ..kube.discovery import Discovery
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
@@ -67,6 +67,8 @@ def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, no
     except Forbidden:
         scope = f"in namespace {options.namespace}" if options.namespace and resource.namespaced else "cluster-wide"
         listed.failure = f"{resource.qualified}: forbidden: cannot list {resource.qualified} {scope} (RBAC)"
+    except Unauthorized:
+        raise  # rejected for good (kube.transport): no other type can be read either
     except UnfinalizeError as exc:
         listed.failure = f"{resource.qualified}: cannot list: {exc}"
     return listed
