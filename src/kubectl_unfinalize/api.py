@@ -73,9 +73,11 @@ def unfinalize(
     `timeout` (seconds, default 300) bounds the whole call, retries included. Raises
     InputError / ConfigError for bad input (nothing was changed), PermissionDenied when
     RBAC forbids a verb the plan needs (nothing was changed), ClusterError when the
-    cluster cannot be reached before the first write. Once writing has started, every
-    failure is an outcome in the returned Report, so a teardown can decide whether a
-    partial result is acceptable (or call `raise_for_failure()`).
+    cluster cannot be reached before the first write, Unauthorized when it rejects the
+    credentials even renewed. Once writing has started, every failure is an outcome in
+    the returned Report, so a teardown can decide whether a partial result is acceptable
+    (or call `raise_for_failure()`); credentials rejected then end the run, and the
+    Report carries the error (`stopped_by`) beside what was done.
 
     Objects of any type, as kubectl names them: ``unfinalize(resource="pvc", names=["data"],
     namespace="db")``, ``unfinalize(objects=["configmap/a", "secret/b"])``, or by label with
