@@ -50,6 +50,8 @@ ADMIN = "ops-admin"  # a webhook user in system:masters, for the tests that need
 HOLD = "unfinalize.test/hold"
 NAMESPACES = ("creds-a", "creds-b")
 RUN_TIMEOUT = "5m"
+# a refusal the webhook explains (its status.error) counts as an error, one without as a failure
+FAILED_AUTHENTICATIONS = ('authentication_attempts{result="failure"}', 'authentication_attempts{result="error"}')
 PLUGIN = """\
 #!{python}
 import hashlib, hmac, json, time
@@ -80,6 +82,11 @@ class Plane:
             input=input, text=True, capture_output=True, timeout=60, check=True,
         )  # fmt: skip
         return done.stdout
+
+    def refusals(self) -> int:
+        """Requests the API server refused authentication so far (401s): its metric."""
+        lines = self.kubectl("get", "--raw", "/metrics").splitlines()
+        return sum(int(float(line.rsplit(" ", 1)[1])) for line in lines if line.startswith(FAILED_AUTHENTICATIONS))
 
     def user(self, groups=(THROTTLED,)) -> str:
         name = f"u{secrets.token_hex(4)}"  # no dots: the webhook's tokens are USER.EXPIRY.SIGNATURE
@@ -233,11 +240,12 @@ def runs_of(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def figures(name: str, seconds: float, runs: int, before: dict, after: dict) -> str:
+def figures(name: str, seconds: float, runs: int, before: dict, after: dict, answered_401: int) -> str:
     refused = {k: after[k] - before[k] for k in ("expired", "revoked")}
     return (
         f"\n[{name}] {OBJECTS} objects, {LIFE:g}-second tokens, {SEATS} seats: {seconds:.1f}s, plugin runs {runs},"
-        f" webhook reviews refused {refused} (the API server keeps a success {SUCCESS_CACHE:g}s)"
+        f" 401 answers {answered_401}, webhook reviews refused {refused}"
+        f" (the API server keeps a success {SUCCESS_CACHE:g}s)"
     )
 
 
@@ -251,10 +259,10 @@ def test_an_exec_credential_is_renewed_once_per_token_lifetime_and_the_run_finis
     crd = plane.crd("Expiring", OBJECTS)
     credential, runs = plane.plugin(tmp_path, user, LIFE, with_expiry)
     kubeconfig = plane.kubeconfig(tmp_path, credential)
-    before = plane.webhook.counts()
+    before, refusals = plane.webhook.counts(), plane.refusals()
     done, seconds = plane.run(kubeconfig, "crd", crd.name, "--delete", "--timeout", RUN_TIMEOUT, "-q")
-    after, count = plane.webhook.counts(), runs_of(runs)
-    print(figures("with expiry" if with_expiry else "without expiry", seconds, count, before, after))
+    after, count, answered_401 = plane.webhook.counts(), runs_of(runs), plane.refusals() - refusals
+    print(figures("with expiry" if with_expiry else "without expiry", seconds, count, before, after, answered_401))
     assert done.returncode == 0, done.stderr[-3000:]
     assert plane.left(crd) == (False, 0)
     assert seconds > 2 * LIFE, "the run outlasted no token: the test proves nothing (more objects?)"
@@ -264,13 +272,15 @@ def test_an_exec_credential_is_renewed_once_per_token_lifetime_and_the_run_finis
         assert after["expired"] > before["expired"], "no request met an expired token: the test proves nothing"
 
 
-def test_a_revoked_credential_ends_the_run_at_once_with_one_line_and_nothing_changed(plane, tmp_path):
+@pytest.mark.parametrize("command", ["crd", "scan"])
+def test_a_revoked_credential_ends_the_run_at_once_with_one_line_and_nothing_changed(plane, tmp_path, command):
     user = plane.user(groups=("system:masters",))
     plane.webhook.revoke_user(user)
     crd = plane.crd("Revoked", 3)
     credential, runs = plane.plugin(tmp_path, user, 3600, with_expiry=False)
-    done, seconds = plane.run(plane.kubeconfig(tmp_path, credential), "crd", crd.name, "--delete")
-    print(f"\n[revoked] exit {done.returncode} in {seconds:.1f}s")
+    args = ["crd", crd.name, "--delete"] if command == "crd" else ["scan"]
+    done, seconds = plane.run(plane.kubeconfig(tmp_path, credential), *args)
+    print(f"\n[revoked] {' '.join(args[:1])}: exit {done.returncode} in {seconds:.1f}s")
     assert done.returncode == 2, done.stderr
     assert done.stdout == "" and done.stderr == (
         f'error: the API server rejected the credentials of kubeconfig user "ci" (exec plugin {tmp_path / "get-token"},'
