@@ -27,9 +27,10 @@ from urllib.parse import urlencode, urlsplit
 
 from .._version import __version__
 from ..deadline import NO_DEADLINE, Deadline
-from ..errors import ApiError, ConfigError, DeadlineExceeded, Unauthorized, Unreachable, api_error_class
-from ..net.connections import Connections, NotSent, Response, header_lines
+from ..errors import ApiError, ConfigError, DeadlineExceeded, Unauthorized, Unreachable
+from ..net.connections import Connections, NotSent, header_lines
 from ..net.connections import reason as failure
+from .answers import api_error
 from .credentials import Credential, Token
 
 JSON = "application/json"
@@ -217,7 +218,7 @@ class Transport:
                 if on_bytes is not None:
                     on_bytes(len(data))
                 return parse(data) if data and decode else None
-            error = _api_error(method, path, response, ambiguous)
+            error = api_error(method, path, response, ambiguous)
             if isinstance(error, Unauthorized):
                 renewed = renewed or time.monotonic()
                 token = self._renewed(token, renewed, error, deadline)
@@ -307,38 +308,3 @@ def _retry_delay(error: ApiError, attempt: int) -> float:
             return throttled_wait(error.retry_after)
         return min(max(float(error.retry_after), 0.0), MAX_RETRY_AFTER)
     return _backoff(attempt)
-
-
-def _api_error(method: str, path: str, response: Response, ambiguous: bool) -> ApiError:
-    message, reason, token = "", response.reason or "", ""
-    details: dict[str, Any] = {}
-    try:
-        status = json.loads(response.data)
-    except (ValueError, TypeError):
-        status = None
-    if isinstance(status, dict):
-        message = str(status.get("message") or "")
-        reason = str(status.get("reason") or reason)
-        details = status.get("details") or {}
-        token = str((status.get("metadata") or {}).get("continue") or "")
-    else:
-        message = (response.data or b"").decode(errors="replace").strip()[:300]
-    retry_after = None
-    header = response.headers.get("retry-after")
-    if header:
-        try:
-            retry_after = float(header)
-        except ValueError:
-            retry_after = None
-    cls = api_error_class(response.status)
-    return cls(
-        response.status,
-        reason,
-        message,
-        method,
-        path,
-        details=details if isinstance(details, dict) else {},
-        continue_token=token,
-        retry_after=retry_after,
-        ambiguous=ambiguous,
-    )
