@@ -65,7 +65,7 @@ def _usage(d: Path, state: dict) -> str:
     secs = state.get("startup_seconds")
     timing = f" in {secs:.1f}s" if secs is not None else ""
     return (
-        f"control plane ready{timing}: {state['server']} (Kubernetes {K8S_VERSION})\n"
+        f"control plane ready{timing}: {state['server']} (Kubernetes {state.get('release') or K8S_VERSION})\n"
         f"kubeconfig: {kc}\n"
         f"  export KUBECONFIG={shlex.quote(kc)}\n"
         f"  export PATH={shlex.quote(state['bin_dir'])}:$PATH\n"
@@ -171,6 +171,7 @@ def cmd_serve(args) -> int:
             kubeconfig=cp.kubeconfig,
             bin_dir=cp.bin_dir,
             server=cp.server,
+            release=cp.release,
             etcd_url=cp.etcd_url,
             startup_seconds=round(cp.startup_seconds, 2),
             processes=cp.processes,

@@ -1,6 +1,7 @@
 """Where the control plane's executables come from, so every entry point finds the same ones.
 
-$KUBEBUILDER_ASSETS wins when it holds etcd and kube-apiserver (developers who already
+The release is $UNFINALIZE_K8S_VERSION's (build.sh says which it can build), else the
+pinned one. $KUBEBUILDER_ASSETS wins when it holds etcd and kube-apiserver (developers who already
 have envtest assets skip a long Go build); whatever it lacks comes from the cache that
 build.sh fills, and build.sh runs only when something is missing there too.
 """
@@ -13,7 +14,9 @@ import sys
 from collections import deque
 from pathlib import Path
 
-K8S_VERSION = "v1.36.3"  # must match build.sh
+PINNED_VERSION = "v1.36.3"  # must match build.sh's PINNED: the release the full suite runs against
+# UNFINALIZE_K8S_VERSION=v1.MINOR.PATCH: another release, built by build.sh into its own directory.
+K8S_VERSION = os.environ.get("UNFINALIZE_K8S_VERSION") or PINNED_VERSION
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from .binaries import ControlPlaneError, find_binaries
 from .process import Process, deferred_signals, free_port, tail
+from .releases import apiserver_feature_gates, minor_of, release_of
 
 CONTEXT = "unfinalize-test"
 ADMIN_USER = "unfinalize-admin"
@@ -93,14 +94,15 @@ class ControlPlane:
     kubectl, str), ``server`` (``https://127.0.0.1:PORT``), ``server_address``
     (``(host, port)``, for a proxy in front of it), ``etcd_url`` (etcd's client URL,
     plain HTTP, with its JSON gateway under ``/v3/``), ``workdir`` (Path),
-    ``startup_seconds`` (float), ``audit_log`` (Path, with ``audit=True``; with
+    ``startup_seconds`` (float), ``release`` (``v1.32.13``, what kube-apiserver reports;
+    flags are chosen by its minor, ``minor``), ``audit_log`` (Path, with ``audit=True``; with
     ``audit_reads=True`` the admin user's gets and lists are recorded as well).
 
     ``continue_from_cache=False`` (the default) turns the ListFromCacheSnapshot feature
-    off: list pages after the first come from etcd, as on servers before 1.34 or whose
-    watch cache no longer holds the snapshot. Then a compaction through ``etcd()``
-    expires older continue tokens at once (410 Gone), as it eventually does on any
-    server; with the feature on, the watch cache keeps answering them until it learns
+    off (on servers that know it, 1.33 on): list pages after the first come from etcd,
+    as on servers before 1.34 or whose watch cache no longer holds the snapshot. Then a
+    compaction through ``etcd()`` expires older continue tokens at once (410 Gone), as it
+    eventually does on any server; with the feature on, the watch cache keeps answering them until it learns
     of the compaction (polled every 15 s, and only from the API server's own key).
 
     ``apiserver_args``: more kube-apiserver flags, for a control plane of a test's own
@@ -136,6 +138,8 @@ class ControlPlane:
         self.etcd_url: str | None = None
         self.audit_log: Path | None = None
         self.startup_seconds: float | None = None
+        self.release: str | None = None
+        self.minor: int | None = None
         self.binaries: dict[str, Path] = {}
         self._procs: list[Process] = []
         self._ports: dict[str, int] = {}
@@ -171,6 +175,8 @@ class ControlPlane:
         self.bin_dir = str(self.binaries["kubectl"].parent)
         atexit.register(self.stop)
         try:
+            self.release = release_of(self.binaries["kube-apiserver"])
+            self.minor = minor_of(self.release)
             self._prepare_workdir()
             self._start(time.monotonic() + self.startup_timeout)
         except Exception as e:
@@ -411,7 +417,7 @@ class ControlPlane:
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--endpoint-reconciler-type=none",
-                *([] if self.continue_from_cache else ["--feature-gates=ListFromCacheSnapshot=false"]),
+                *apiserver_feature_gates(self.minor, continue_from_cache=self.continue_from_cache),
                 *self._audit_args(),
                 *self.apiserver_args,
             ],
