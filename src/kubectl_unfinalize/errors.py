@@ -47,6 +47,11 @@ class Unreachable(ClusterError):
     """Connection refused, DNS failure, TLS failure, or out of time while retrying those."""
 
 
+class NoAnswer(Unreachable):
+    """A probe (Transport.request's `probe`) was sent and not answered within its bound:
+    the API behind it is down or stuck, not necessarily the API server."""
+
+
 class DeadlineExceeded(ClusterError):
     """The run's time was up before a request could be sent: nothing was sent."""
 

@@ -110,23 +110,68 @@ def test_keeping_finalizers_is_a_conditional_write(keep, body):
     assert t.requests[0][0] == "PATCH" and t.requests[0][3] == {"metadata": body}
 
 
+class DiscoveryTransport:
+    """Answers discovery by path, from any thread; records (path, accept, probe) of each request."""
+
+    def __init__(self, answers, on_group_version=None):
+        import threading
+
+        self.answers = answers
+        self.on_group_version = on_group_version
+        self.requests = []
+        self.lock = threading.Lock()
+
+    def request(self, method, path, *, accept="application/json", probe=None, **kwargs):
+        with self.lock:
+            self.requests.append((path, accept, probe))
+        if path not in ("/api", "/apis") and self.on_group_version:
+            self.on_group_version(path)
+        answer = self.answers[path]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
 def test_api_discovery_reads_the_aggregated_lists_and_names_the_core_group():
     core = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {}, "versions": [{"version": "v1"}]}]}
     groups = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": "apps"}, "versions": []}]}
-    t = ScriptedTransport(core, groups)
+    t = DiscoveryTransport({"/api": core, "/apis": groups})
     found = HttpCluster(t, Deadline(None)).api_discovery()
     assert [g["metadata"]["name"] for g in found] == ["", "apps"]
-    assert [path for _, path, _, _ in t.requests] == ["/api", "/apis"]
+    assert [path for path, _, _ in t.requests] == ["/api", "/apis"]
+
+
+def test_aggregated_discovery_is_asked_as_client_go_asks_v2_then_v2beta1_then_plain_json():
+    """1.27-1.29 serve aggregated discovery as v2beta1 only: asking for v2 alone gets them
+    the plain lists, and one request per group version."""
+    t = DiscoveryTransport({"/api": {"kind": "APIGroupDiscoveryList"}, "/apis": {"kind": "APIGroupDiscoveryList"}})
+    HttpCluster(t, Deadline(None)).api_discovery()
+    assert {accept for _, accept, _ in t.requests} == {
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+        "application/json"
+    }
 
 
 def test_api_discovery_falls_back_to_each_group_version_and_marks_a_503_stale():
     from kubectl_unfinalize.errors import ApiError
 
-    t = ScriptedTransport(
-        {"kind": "APIVersions", "versions": ["v1"]},
-        {"resources": [{"name": "configmaps", "namespaced": True, "kind": "ConfigMap", "verbs": ["list", "patch"]}]},
-        {"kind": "APIGroupList", "groups": [{"name": "metrics.k8s.io", "versions": [{"version": "v1beta1"}]}]},
-        ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+    t = DiscoveryTransport(
+        {
+            "/api": {"kind": "APIVersions", "versions": ["v1"]},
+            "/api/v1": {
+                "resources": [
+                    {"name": "configmaps", "namespaced": True, "kind": "ConfigMap", "verbs": ["list", "patch"]}
+                ]
+            },
+            "/apis": {
+                "kind": "APIGroupList",
+                "groups": [{"name": "metrics.k8s.io", "versions": [{"version": "v1beta1"}]}],
+            },
+            "/apis/metrics.k8s.io/v1beta1": ApiError(
+                503, "ServiceUnavailable", "the server is currently unable to handle the request"
+            ),
+        }
     )
     core, metrics = HttpCluster(t, Deadline(None)).api_discovery()
     assert core["versions"][0]["resources"] == [
@@ -141,25 +186,54 @@ def test_api_discovery_falls_back_to_each_group_version_and_marks_a_503_stale():
         "metadata": {"name": "metrics.k8s.io"},
         "versions": [{"version": "v1beta1", "freshness": "Stale", "resources": []}],
     }
-    assert [path for _, path, _, _ in t.requests] == ["/api", "/api/v1", "/apis", "/apis/metrics.k8s.io/v1beta1"]
+    assert sorted(path for path, _, _ in t.requests) == ["/api", "/api/v1", "/apis", "/apis/metrics.k8s.io/v1beta1"]
+
+
+def test_legacy_group_versions_are_read_a_few_at_once_each_as_a_probe_and_kept_in_order():
+    """One group version after another made `scan` wait for each; and each is a probe, so
+    an unavailable one is not retried until the run's deadline."""
+    import threading
+
+    from kubectl_unfinalize.errors import NoAnswer
+    from kubectl_unfinalize.kube.discovery import GROUP_VERSION_TIMEOUT, LEGACY_THREADS
+
+    versions = [f"v{i}" for i in range(1, LEGACY_THREADS + 2)]
+    answers = {
+        "/api": {"kind": "APIVersions", "versions": []},
+        "/apis": {
+            "kind": "APIGroupList",
+            "groups": [{"name": "example.com", "versions": [{"version": v} for v in versions]}],
+        },
+        **{f"/apis/example.com/{v}": {"resources": [{"name": f"things{v}", "kind": "Thing"}]} for v in versions},
+        "/apis/example.com/v2": NoAnswer("no answer within 5s"),
+    }
+    together = threading.Barrier(LEGACY_THREADS, timeout=10)  # broken unless LEGACY_THREADS wait at once
+    first = {f"/apis/example.com/{v}" for v in versions[:LEGACY_THREADS]}
+    t = DiscoveryTransport(answers, on_group_version=lambda path: path in first and together.wait())
+    _, group = HttpCluster(t, Deadline(300)).api_discovery()
+    assert [v["version"] for v in group["versions"]] == versions
+    assert [v["freshness"] for v in group["versions"]] == ["Current", "Stale"] + ["Current"] * (len(versions) - 2)
+    assert {probe for path, _, probe in t.requests if path.startswith("/apis/")} == {GROUP_VERSION_TIMEOUT}
 
 
 def test_legacy_discovery_keeps_the_names_kubectl_matches_types_by():
-    t = ScriptedTransport(
-        {"kind": "APIVersions", "versions": ["v1"]},
+    t = DiscoveryTransport(
         {
-            "resources": [
-                {
-                    "name": "persistentvolumeclaims",
-                    "singularName": "persistentvolumeclaim",
-                    "namespaced": True,
-                    "kind": "PersistentVolumeClaim",
-                    "shortNames": ["pvc"],
-                    "categories": ["all"],
-                }
-            ]
-        },
-        {"kind": "APIGroupList", "groups": []},
+            "/api": {"kind": "APIVersions", "versions": ["v1"]},
+            "/api/v1": {
+                "resources": [
+                    {
+                        "name": "persistentvolumeclaims",
+                        "singularName": "persistentvolumeclaim",
+                        "namespaced": True,
+                        "kind": "PersistentVolumeClaim",
+                        "shortNames": ["pvc"],
+                        "categories": ["all"],
+                    }
+                ]
+            },
+            "/apis": {"kind": "APIGroupList", "groups": []},
+        }
     )
     (core,) = HttpCluster(t, Deadline(None)).api_discovery()
     entry = core["versions"][0]["resources"][0]

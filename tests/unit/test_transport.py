@@ -339,3 +339,33 @@ def test_a_401_to_a_token_another_request_renewed_meanwhile_is_sent_again_with_t
     pool = RenewedMeanwhile(*answers)
     Transport("https://cluster", pool, credential).request("GET", "/x")
     assert sent_tokens(pool) == sent and credential.fetches == fetches
+
+
+def test_a_probe_answered_503_is_raised_at_once_within_a_deadline():
+    """An aggregated API that is down answers 503 through the API server: discovery takes it
+    as "unavailable now", where any other request waits it out until the run's deadline."""
+    pool = ScriptedPool((503, {}, {"message": "service unavailable"}), (200, {}, {}))
+    t = transport(pool)
+    with pytest.raises(ApiError) as raised:
+        t.request("GET", "/apis/metrics.k8s.io/v1beta1", deadline=Deadline(300), idempotent=True, probe=5.0)
+    assert raised.value.status == 503
+    assert len(pool.requests) == 1 and t.sleeps == []
+
+
+def test_a_probe_without_an_answer_in_its_bound_is_not_sent_again():
+    from kubectl_unfinalize.errors import NoAnswer
+
+    pool = ScriptedPool(TimeoutError("timed out"), (200, {}, {}))
+    t = transport(pool, request_timeout=30.0)
+    t.reached = True  # an outage after first contact is otherwise waited out until the deadline
+    with pytest.raises(NoAnswer, match="within 5s"):
+        t.request("GET", "/apis/metrics.k8s.io/v1beta1", deadline=Deadline(300), idempotent=True, probe=5.0)
+    assert len(pool.requests) == 1 and pool.timeouts == [5.0]
+
+
+def test_a_probe_still_waits_out_throttling_and_a_connection_never_opened():
+    pool = ScriptedPool((429, {"Retry-After": "1"}, {}), REFUSED, (200, {}, {"kind": "APIResourceList"}))
+    t = transport(pool)
+    t.reached = True
+    answer = t.request("GET", "/apis/apps/v1", deadline=Deadline(300), idempotent=True, probe=5.0)
+    assert answer == {"kind": "APIResourceList"} and len(pool.requests) == 3

@@ -1,6 +1,6 @@
 """Discovery: which types the server serves. Read from aggregated discovery
-(apidiscovery.k8s.io/v2, two requests), or on an older server from each group version,
-into typed entries, once, for every layer that asks: the TYPE words (resolve/types), a
+(apidiscovery.k8s.io/v2 from 1.30, v2beta1 in 1.27-1.29: two requests), or on an older
+server from each group version, into typed entries, once, for every layer that asks: the TYPE words (resolve/types), a
 namespace's contents (engine/namespace_reads) and the scan (scan/survey). Versions come
 in the order the server lists them, the group's preferred one first."""
 
@@ -10,18 +10,33 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ApiError, NotFound
+from ..errors import ApiError, NoAnswer, NotFound
 from ..model import Resource
+from .transport import UNAVAILABLE
 
-AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+# client-go's order: the format a server knows best first, the plain lists last.
+AGGREGATED = ",".join(
+    [
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        "application/json",
+    ]
+)
+# A group version is read once, with this bound: an aggregated API that is down answers
+# 503 through the API server (or nothing), and waiting for it would hold up every type
+# the server does serve; it is reported unavailable instead, as aggregated discovery does.
+GROUP_VERSION_TIMEOUT = 5.0
+LEGACY_THREADS = 4  # group versions read at once from a server without aggregated discovery
 Request = Callable[..., Any]
 
 
 def group_version(request: Request, api_version: str) -> list[dict[str, Any]] | None:
-    """The resources an API group version serves; None when it serves none."""
+    """The resources an API group version serves; None when it serves none. An answer
+    of 502/503/504, or none within GROUP_VERSION_TIMEOUT, is raised at once (ApiError,
+    NoAnswer)."""
     path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
     try:
-        answer = request("GET", path)
+        answer = request("GET", path, probe=GROUP_VERSION_TIMEOUT)
     except NotFound:
         return None
     return list((answer or {}).get("resources") or [])
@@ -29,11 +44,12 @@ def group_version(request: Request, api_version: str) -> list[dict[str, Any]] | 
 
 def read_groups(request: Request) -> list[dict[str, Any]]:
     """Every API group with its versions and resources, in the aggregated discovery
-    format (apidiscovery.k8s.io/v2 APIGroupDiscovery; the core group is named "").
-    Two requests on a server that aggregates discovery (1.30+); an older one answers
-    the plain lists, and each group version is then read on its own (a 503 marks it
-    "Stale", as aggregated discovery marks an unavailable APIService)."""
+    format (APIGroupDiscovery, v2 or v2beta1 alike; the core group is named "").
+    Two requests on a server that aggregates discovery (1.27+); an older one answers
+    the plain lists, and each group version is then read on its own, a few at once (one
+    that is unavailable is marked "Stale", as aggregated discovery marks it)."""
     groups: list[dict[str, Any]] = []
+    legacy: list[tuple[dict[str, Any], str, str]] = []  # (group, its name, a version to read)
     for path in ("/api", "/apis"):
         answer = request("GET", path, accept=AGGREGATED) or {}
         if answer.get("kind") == "APIGroupDiscoveryList":
@@ -42,11 +58,19 @@ def read_groups(request: Request) -> list[dict[str, Any]]:
                     group = dict(group, metadata={"name": ""})
                 groups.append(group)
         elif answer.get("kind") == "APIVersions":
-            groups.append({"metadata": {"name": ""}, "versions": [_legacy(request, "", v) for v in answer["versions"]]})
+            groups.append(core := {"metadata": {"name": ""}, "versions": []})
+            legacy += [(core, "", str(v)) for v in answer.get("versions") or []]
         else:
-            for group in answer.get("groups") or []:
-                versions = [_legacy(request, group["name"], v["version"]) for v in group.get("versions") or []]
-                groups.append({"metadata": {"name": group["name"]}, "versions": versions})
+            for listed in answer.get("groups") or []:
+                groups.append(group := {"metadata": {"name": listed["name"]}, "versions": []})
+                legacy += [(group, listed["name"], str(v["version"])) for v in listed.get("versions") or []]
+    if legacy:
+        from concurrent.futures import ThreadPoolExecutor  # here: servers since 1.27 never need it
+
+        with ThreadPoolExecutor(LEGACY_THREADS, thread_name_prefix="discovery") as pool:
+            read = pool.map(lambda entry: _legacy(request, entry[1], entry[2]), legacy)
+            for (group, _, _), version in zip(legacy, read, strict=True):  # in the server's order
+                group["versions"].append(version)
     return groups
 
 
@@ -54,8 +78,8 @@ def _legacy(request: Request, group: str, version: str) -> dict[str, Any]:
     """One group version from the pre-aggregation endpoint, as aggregated discovery shows it."""
     try:
         resources = group_version(request, f"{group}/{version}" if group else version)
-    except ApiError as exc:
-        if exc.status != 503:
+    except (ApiError, NoAnswer) as exc:
+        if isinstance(exc, ApiError) and exc.status not in UNAVAILABLE:
             raise
         return {"version": version, "freshness": "Stale", "resources": []}
     entries = [

@@ -27,7 +27,7 @@ from urllib.parse import urlencode, urlsplit
 
 from .._version import __version__
 from ..deadline import NO_DEADLINE, Deadline
-from ..errors import ApiError, ConfigError, DeadlineExceeded, Unauthorized, Unreachable
+from ..errors import ApiError, ConfigError, DeadlineExceeded, NoAnswer, Unauthorized, Unreachable
 from ..net.connections import Connections, NotSent, header_lines
 from ..net.connections import reason as failure
 from .answers import api_error
@@ -37,6 +37,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
 RETRY_STATUSES = {429, 500, 502, 503, 504}
+UNAVAILABLE = {502, 503, 504}  # what an aggregated API that is down answers through the API server
 MAX_ATTEMPTS = 8  # without a deadline (completion, tools): a few seconds of retrying
 MAX_ATTEMPTS_500 = 3  # a 500 is often lasting (a dead conversion webhook)
 MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likely a wrong address than an outage
@@ -140,8 +141,9 @@ class Transport:
         """The Authorization header's value now (an exec plugin's token is renewed when it expires)."""
         return self.credential.current().header
 
-    def timeout(self, deadline: Deadline) -> float:
-        return max(deadline.cap(self.request_timeout or READ_TIMEOUT), MIN_TIME)
+    def timeout(self, deadline: Deadline, bound: float | None = None) -> float:
+        seconds = self.request_timeout or READ_TIMEOUT
+        return max(deadline.cap(min(seconds, bound) if bound else seconds), MIN_TIME)
 
     def request(
         self,
@@ -158,6 +160,7 @@ class Transport:
         on_bytes: Callable[[int], None] | None = None,
         parse: Callable[[bytes], Any] = json.loads,
         on_chunk: Callable[[bytes], bool] | None = None,
+        probe: float | None = None,
     ) -> Any:
         """Send one request, retrying until `deadline` what the server refused (429, 5xx)
         or never saw (no connection); one that failed after it may have reached the server
@@ -165,8 +168,13 @@ class Transport:
         body (None with decode=False: a bulk write's answer is not read), or what `parse`
         makes of it (a watch's lines); `on_bytes` is told the body's size (list pages
         are sized by it); `on_chunk` reads a watch as its events come (Parser.on_chunk:
-        it may end it early, and nothing is then returned). Raises a typed
-        ApiError, Unreachable, or DeadlineExceeded when the time was up before sending."""
+        it may end it early, and nothing is then returned). `probe` (seconds) asks for
+        an answer now or not at all, for a caller that takes "unavailable" as an answer
+        (discovery of a group version an aggregated API serves): no answer within that
+        many seconds, or a 502/503/504, is raised at once, never retried until the
+        deadline (NoAnswer, ApiError); a 429, or a connection never opened, is retried as
+        usual. Raises a typed ApiError, Unreachable, or DeadlineExceeded when the time was
+        up before sending."""
         target = self._prefix + path
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
         if params:
@@ -191,7 +199,12 @@ class Transport:
             token = token or self.credential.current()
             try:
                 response = self.connections.send(
-                    method, target, payload, self.headers(accept, content_type, token), self.timeout(deadline), on_chunk
+                    method,
+                    target,
+                    payload,
+                    self.headers(accept, content_type, token),
+                    self.timeout(deadline, probe),
+                    on_chunk,
                 )
             except ValueError as exc:  # a header value or name that cannot be sent
                 raise ConfigError(str(exc)) from None
@@ -200,6 +213,8 @@ class Transport:
                 sent = not isinstance(exc, NotSent)
                 ambiguous = ambiguous or sent
                 delay = _backoff(attempt)
+                if sent and probe:
+                    raise NoAnswer(f"no answer to {method} {path} within {probe:g}s ({failure(exc)})") from exc
                 if sent and not idempotent:
                     raise Unreachable(
                         f"lost the connection to the API server at {self.host} during {method} {path}"
@@ -231,6 +246,7 @@ class Transport:
             delay = _retry_delay(error, attempt)
             retry = (
                 status in RETRY_STATUSES
+                and not (probe and status in UNAVAILABLE)
                 and internal_errors < MAX_ATTEMPTS_500
                 and (bounded or attempt < MAX_ATTEMPTS)
                 # a 429 is waited out until the deadline, which then ends the request unsent
