@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -38,6 +39,11 @@ _STARTUP_KEY = pytest.StashKey[float]()
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "integration: needs a Kubernetes API server (started automatically)")
+    config.addinivalue_line(
+        "markers",
+        "core: the integration tests run against every supported release too (make test-version), not only the"
+        " pinned one: crd/ns/-f --delete, TYPE NAME, scan, completion",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -200,8 +206,17 @@ def kubeconfig(request) -> str:
 
 
 @pytest.fixture(scope="session")
+def server_minor(api_client) -> int:
+    """The API server's minor version (36 for v1.36.3), for expectations that differ by
+    release: the test names both, e.g. ``403 if server_minor >= 34 else 405``."""
+    from kubernetes.client import VersionApi
+
+    return int(re.match(r"\d+", VersionApi(api_client).get_code().minor).group())
+
+
+@pytest.fixture(scope="session")
 def bin_dir(request) -> str:
-    """Directory holding the built kubectl (v1.36.3, or $KUBEBUILDER_ASSETS's)."""
+    """Directory holding the built kubectl (controlplane.K8S_VERSION's, or $KUBEBUILDER_ASSETS's)."""
     return str(_find_binaries(request, ("kubectl",))["kubectl"].parent)
 
 

@@ -107,6 +107,9 @@ class ControlPlane:
 
     ``apiserver_args``: more kube-apiserver flags, for a control plane of a test's own
     (e.g. a token webhook: ``token_webhook.TokenWebhook.flags()``).
+
+    ``aggregated_discovery=False`` (up to 1.29 only) leaves the server only the legacy
+    discovery lists, one request per group version, as servers before 1.27 answer.
     """
 
     def __init__(
@@ -121,6 +124,7 @@ class ControlPlane:
         continue_from_cache: bool = False,
         audit_reads: bool = False,
         apiserver_args: tuple[str, ...] | list[str] = (),
+        aggregated_discovery: bool = True,
     ):
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self.controllers = tuple(controllers)
@@ -129,6 +133,7 @@ class ControlPlane:
         self.audit_reads = audit_reads
         self.continue_from_cache = continue_from_cache
         self.apiserver_args = list(apiserver_args)
+        self.aggregated_discovery = aggregated_discovery
         self._build = build
         self._keep = keep_workdir
         self.workdir: Path | None = None
@@ -417,7 +422,11 @@ class ControlPlane:
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--endpoint-reconciler-type=none",
-                *apiserver_feature_gates(self.minor, continue_from_cache=self.continue_from_cache),
+                *apiserver_feature_gates(
+                    self.minor,
+                    continue_from_cache=self.continue_from_cache,
+                    aggregated_discovery=self.aggregated_discovery,
+                ),
                 *self._audit_args(),
                 *self.apiserver_args,
             ],

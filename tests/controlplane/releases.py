@@ -19,6 +19,9 @@ from .binaries import ControlPlaneError
 OLDEST_MINOR = 29  # build.sh's OLDEST_MINOR: the oldest release the tests start
 # ListFromCacheSnapshot: alpha (off) in 1.33, beta (on) from 1.34; 1.32 and older refuse the name.
 LIST_FROM_CACHE_SNAPSHOT_SINCE = 33
+# AggregatedDiscoveryEndpoint: beta (on) up to 1.29, GA and locked on from 1.30. Off, the
+# server answers only the legacy discovery lists, as servers before 1.27 do.
+AGGREGATED_DISCOVERY_LOCKED_SINCE = 30
 
 
 def release_of(binary: Path) -> str:
@@ -41,7 +44,7 @@ def minor_of(release: str) -> int:
     return minor
 
 
-def apiserver_feature_gates(minor: int, *, continue_from_cache: bool) -> list[str]:
+def apiserver_feature_gates(minor: int, *, continue_from_cache: bool, aggregated_discovery: bool = True) -> list[str]:
     """``--feature-gates`` for kube-apiserver of `minor` (none, or one flag)."""
     gates: dict[str, bool] = {}
     if minor >= LIST_FROM_CACHE_SNAPSHOT_SINCE:
@@ -50,6 +53,12 @@ def apiserver_feature_gates(minor: int, *, continue_from_cache: bool) -> list[st
         raise ControlPlaneError(
             f"continue_from_cache needs ListFromCacheSnapshot, from Kubernetes 1.{LIST_FROM_CACHE_SNAPSHOT_SINCE}"
         )
+    if not aggregated_discovery:
+        if minor >= AGGREGATED_DISCOVERY_LOCKED_SINCE:
+            raise ControlPlaneError(
+                f"aggregated discovery can be turned off only before 1.{AGGREGATED_DISCOVERY_LOCKED_SINCE}"
+            )
+        gates["AggregatedDiscoveryEndpoint"] = False
     if not gates:
         return []
     return ["--feature-gates=" + ",".join(f"{name}={str(on).lower()}" for name, on in gates.items())]

@@ -41,6 +41,7 @@ def _touched(audit):
     }
 
 
+@pytest.mark.core
 def test_configmap_name_in_a_namespace(api_client, namespace, cli, audit):
     core = CoreV1Api(api_client)
     _configmap(core, namespace, "stuck")
@@ -76,6 +77,7 @@ def test_the_kubeconfig_namespace_is_the_default_and_a_missing_name_is_skipped(
     assert core.read_namespaced_config_map("here", namespace).metadata.finalizers is None
 
 
+@pytest.mark.core
 def test_pvc_protection_stays_unless_named(api_client, namespace, cli, audit):
     """The test control plane runs the PVC protection controller: it keeps a claim's
     protection while a (scheduled) pod uses it, puts it back on a live claim, and removes
@@ -121,6 +123,7 @@ def test_pvc_protection_stays_unless_named(api_client, namespace, cli, audit):
     assert _read(lambda: read("logs", namespace)) is None
 
 
+@pytest.mark.core
 def test_a_custom_type_by_plural_group(api_client, make_crd, namespace, cli, audit):
     crd = make_crd(kind="Application", group="argoproj.io", short_names=("app",))
     create(api_client, crd, "guestbook", namespace, finalizers=[HOLD])
@@ -137,6 +140,7 @@ def test_a_custom_type_by_plural_group(api_client, make_crd, namespace, cli, aud
     assert _touched(audit) == {("applications", namespace, "guestbook")}
 
 
+@pytest.mark.core
 def test_a_selector_with_delete_across_namespaces(api_client, namespace, kubectl, cli, audit):
     core = CoreV1Api(api_client)
     other = namespace + "-b"
@@ -218,6 +222,7 @@ def test_bad_type_input_is_one_line_and_writes_nothing(api_client, namespace, cl
     assert CoreV1Api(api_client).read_namespaced_config_map("x", namespace).metadata.finalizers == [HOLD]
 
 
+@pytest.mark.core
 def test_an_ambiguous_type_lists_the_candidates(api_client, make_crd, namespace, cli, audit):
     first = make_crd(kind="Gizmo")
     second = make_crd(kind="Gizmo")

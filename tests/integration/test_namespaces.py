@@ -116,6 +116,7 @@ def writes_outside_namespace(events, name: str) -> list[dict]:
 # ----------------------------------------------------------------------------- 1
 
 
+@pytest.mark.core
 def test_a_stuck_namespace_is_freed_and_goes_and_other_namespaces_keep_theirs(stuck, api_client, kubectl, cli):
     name, bystander = stuck["name"], stuck["bystander"]
     before = {
@@ -137,6 +138,7 @@ def test_a_stuck_namespace_is_freed_and_goes_and_other_namespaces_keep_theirs(st
 # ----------------------------------------------------------------------------- 2
 
 
+@pytest.mark.core
 def test_delete_an_active_namespace_deletes_it_frees_it_and_waits_until_it_is_gone(stuck, api_client, cli):
     name = stuck["name"]
     started = time.monotonic()
@@ -208,6 +210,7 @@ def broken_apiservice(kubectl):
         kubectl("delete", "apiservice", name, "--ignore-not-found")
 
 
+@pytest.mark.core
 def test_an_unavailable_apiservice_is_named_and_a_second_run_completes_once_it_is_gone(
     api_client, make_namespace, kubectl, cli, broken_apiservice
 ):

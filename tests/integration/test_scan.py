@@ -37,6 +37,7 @@ def groups(document: dict) -> dict[tuple[str, str], dict]:
     return {(g["finalizer"], g["resource"]): g for g in document["groups"] if g["terminating"]}
 
 
+@pytest.mark.core
 def test_one_group_per_finalizer_and_type_with_counts_evidence_verdicts_and_commands(world, cli):
     w = world
     document, result = scan_json(cli)
@@ -96,6 +97,7 @@ def test_one_group_per_finalizer_and_type_with_counts_evidence_verdicts_and_comm
     assert f"not scanned: {w.apiservice_group}/v1beta1" in text.stderr
 
 
+@pytest.mark.core
 def test_scan_only_reads(world, cli, audit):
     """Audited (the policy records every write): scan sends none, not even a review. The
     same filter sees the tool's writes, here server dry runs on the gadgets."""
@@ -301,6 +303,7 @@ def run_printed(command: str, cli, kubectl) -> subprocess.CompletedProcess:
     return kubectl(*words[1:], check=False)
 
 
+@pytest.mark.core
 def test_printed_commands_free_everything(world, cli, kubectl):
     """Each command scan printed for this module's objects, run as printed, in order:
     afterwards nothing of them is stuck (the running operator's gadgets are working, not

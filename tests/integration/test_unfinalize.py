@@ -11,6 +11,7 @@ HOLD = "unfinalize.test/hold"
 KEEP = "other.test/keep"
 
 
+@pytest.mark.core
 def test_clears_all_finalizers_in_every_namespace(api_client, make_crd, namespace, cli, kubectl):
     crd = make_crd(kind="Gadget", short_names=("gdg",))
     kubectl("create", "namespace", namespace + "-b")
@@ -104,6 +105,7 @@ def test_other_crds_and_namespaces_are_untouched(api_client, make_crd, namespace
         kubectl("delete", "namespace", other_ns, "--wait=false")
 
 
+@pytest.mark.core
 def test_delete_frees_crds_and_never_touches_the_cleanup_finalizer(api_client, make_crd, namespace, cli):
     first, second = make_crd(kind="Alpha"), make_crd(kind="Beta")
     for crd in (first, second):
@@ -197,6 +199,7 @@ def test_only_terminating_field_selector_and_yaml_output(api_client, make_crd, n
     assert after[(namespace, "live")][1] == (HOLD,) and after[(namespace, "other-dying")][1] == (HOLD,)
 
 
+@pytest.mark.core
 def test_manifest_objects_are_freed_and_deleted_and_missing_ones_skipped(
     api_client, make_crd, namespace, cli, kubectl, tmp_path
 ):
