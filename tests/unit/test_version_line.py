@@ -18,4 +18,25 @@ def test_the_version_comes_from_the_dist_info_directory_name(tmp_path, monkeypat
 
 def test_version_line_agrees_with_importlib_metadata(capsys):
     assert main(["--version"]) == 0
-    assert f"kubernetes client {version('kubernetes')})" in capsys.readouterr().out
+    assert f"kubernetes client {version('kubernetes')}," in capsys.readouterr().out
+
+
+def test_version_line_names_the_api_servers_the_tests_run_against(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(", API servers 1.29-1.36)")
+
+
+def test_the_range_is_the_one_ci_tests_and_readme_states():
+    """The oldest minor is the one `make test` runs the integration core against, the
+    newest the pinned release of the full suite: the range cannot drift from what is tested."""
+    import re
+    from pathlib import Path
+
+    from kubectl_unfinalize._version import KUBERNETES_RANGE
+
+    root = Path(__file__).resolve().parents[2]
+    oldest = re.search(r"^OLDEST_K8S := v(\d+\.\d+)\.\d+$", (root / "Makefile").read_text(), re.M)
+    pinned = re.search(r'^PINNED="v(\d+\.\d+)\.\d+"', (root / "tests/controlplane/build.sh").read_text(), re.M)
+    assert oldest and pinned
+    assert (oldest.group(1), pinned.group(1)) == KUBERNETES_RANGE
+    assert f"Kubernetes {KUBERNETES_RANGE[0]} to {KUBERNETES_RANGE[1]}" in (root / "README.md").read_text()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .._version import __version__
+from .._version import KUBERNETES_RANGE, __version__
 from ..errors import ExitStatus, InputError, UnfinalizeError
 from .flags import UsageError, build_parser, is_scan, parse
 from .process import Stopped, err, print_traceback, signals_stop
@@ -40,7 +40,11 @@ def _versions() -> str:
             client = version("kubernetes")
         except Exception:  # noqa: BLE001 - the frozen binary may lack metadata
             client = "unknown"
-    return f"kubectl-unfinalize {__version__} (python {platform.python_version()}, kubernetes client {client})"
+    servers = "-".join(KUBERNETES_RANGE)
+    return (
+        f"kubectl-unfinalize {__version__} (python {platform.python_version()}, kubernetes client {client},"
+        f" API servers {servers})"
+    )
 
 
 def _dist_info_version(project: str) -> str | None:
