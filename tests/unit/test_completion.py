@@ -335,3 +335,52 @@ def test_types_and_names_of_a_type_read_discovery_and_one_metadata_only_page(tmp
     assert listed.startswith("/api/v1/namespaces/db/configmaps?limit=")  # one page, sized by the list budget
     assert accept.startswith("application/json;as=PartialObjectMetadataList")
     assert len(paths) == 7
+
+
+class _LegacyServerWithADownApi(_JsonApi):
+    """A server without aggregated discovery (plain lists only), one of whose group
+    versions is an aggregated API that is down: 503, as the API server answers for it."""
+
+    requests: list = []
+    down = "/apis/metrics.k8s.io/v1beta1"
+    answers = {
+        "/api": {"kind": "APIVersions", "versions": ["v1"]},
+        "/api/v1": {"resources": [{"name": "configmaps", "namespaced": True, "kind": "ConfigMap"}]},
+        "/apis": {
+            "kind": "APIGroupList",
+            "groups": [
+                {"name": "metrics.k8s.io", "versions": [{"version": "v1beta1"}]},
+                {"name": "argoproj.io", "versions": [{"version": "v1alpha1"}]},
+            ],
+        },
+        "/apis/argoproj.io/v1alpha1": {"resources": [{"name": "applications", "kind": "Application"}]},
+    }
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        if self.path != self.down:
+            return super().do_GET()
+        type(self).requests.append((self.path, self.headers.get("Accept"), self.headers.get("Authorization")))
+        body = b'{"kind":"Status","code":503,"message":"service unavailable"}'
+        self.send_response(503)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_down_aggregated_api_is_asked_once_per_tab_and_the_other_types_are_offered(tmp_path):
+    """Each 503 was retried (eight times, seconds) for every TAB on a server without
+    aggregated discovery; the group version is unavailable now, and that is the answer."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _LegacyServerWithADownApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = _kubeconfig(tmp_path / "config", f"http://127.0.0.1:{server.server_address[1]}")
+        _LegacyServerWithADownApi.requests.clear()
+        types = completion.list_names("types", {"kubeconfig": kubeconfig})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert types == ["applications.argoproj.io", "configmaps"]
+    paths = [path for path, _, _ in _LegacyServerWithADownApi.requests]
+    assert paths.count(_LegacyServerWithADownApi.down) == 1, paths
+    assert sorted(paths) == ["/api", "/api/v1", "/apis", "/apis/argoproj.io/v1alpha1", "/apis/metrics.k8s.io/v1beta1"]
