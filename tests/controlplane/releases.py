@@ -1,11 +1,11 @@
 """What differs between the Kubernetes releases the control plane starts: read the release
 from the binary itself ($KUBEBUILDER_ASSETS may hold any), and pass only flags it knows.
 
-Checked against each minor from OLDEST_MINOR on: every kube-apiserver flag controlplane.py
-passes exists unchanged since 1.20 (service-account signing, audit log, endpoint reconciler),
-and kube-controller-manager's controller names (``garbage-collector-controller``, ...) since
-1.28. Only feature gates come and go: a release refuses a gate it does not know, so each
-gate here says from which minor it may be named.
+Every other flag controlplane.py passes (service-account signing, audit log, endpoint
+reconciler; kube-controller-manager's controller names such as ``garbage-collector-controller``,
+named so since 1.28) is taken alike by v1.29.15, v1.32.9 and v1.36.3: they were started with
+them. Only feature gates come and go: a release refuses a gate it does not know, so each gate
+here says from which minor it may be named, as the releases' feature lists say.
 """
 
 from __future__ import annotations

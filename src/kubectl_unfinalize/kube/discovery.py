@@ -1,8 +1,9 @@
 """Discovery: which types the server serves. Read from aggregated discovery
 (apidiscovery.k8s.io/v2 from 1.30, v2beta1 in 1.27-1.29: two requests), or on an older
-server from each group version, into typed entries, once, for every layer that asks: the TYPE words (resolve/types), a
-namespace's contents (engine/namespace_reads) and the scan (scan/survey). Versions come
-in the order the server lists them, the group's preferred one first."""
+server from each group version, into typed entries, once, for every layer that asks:
+the TYPE words (resolve/types), a namespace's contents (engine/namespace_reads) and the
+scan (scan/survey). Versions come in the order the server lists them, the group's
+preferred one first."""
 
 from __future__ import annotations
 
