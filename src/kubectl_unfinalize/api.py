@@ -161,6 +161,7 @@ def scan(
     include_live: bool = False,
     older_than: float = 0.0,
     grace: float | None = None,
+    wait: bool = False,
     concurrency: int = 16,
     chunk_size: int = 500,
     timeout: float | None = None,
@@ -172,17 +173,20 @@ def scan(
     """What is stuck: every object being deleted and still held by finalizers (in
     `namespace`, or everywhere, cluster-scoped types and Terminating CRDs included),
     grouped by finalizer and type, with its owner, the liveness evidence and the command
-    that frees it. Reads only. For a test session's final check::
+    that frees it (stuck and pending ones). Reads only. For a test session's final check::
 
-        scan(kubeconfig=path).raise_if_stuck()
+        scan(kubeconfig=path, wait=True).raise_if_stuck()
 
     `older_than` (seconds) leaves out what has waited less; `grace` (seconds, default
     scanning.evidence.GRACE) is how long after its deletion an object with no evidence
     either way is `pending` rather than stuck (0 in a final check that runs after every
-    controller was stopped on purpose). `include_live` also reports objects that have
+    controller was stopped on purpose). `wait=True` scans again while something is
+    pending, until it is judged or gone (`report.waited` says how long; what is still
+    pending when the time is up stays in `report.pending`): `report.ok` is then "nothing
+    held" rather than "nothing judged yet". `include_live` also reports objects that have
     finalizers and are not being deleted (never stuck). `timeout` (default 300 s) bounds
-    the whole scan. Raises ConfigError/ClusterError when the cluster cannot be read at
-    all; a type that cannot be listed is a line in `not_scanned`.
+    the whole call, the wait included. Raises ConfigError/ClusterError when the cluster
+    cannot be read at all; a type that cannot be listed is a line in `not_scanned`.
     """
     from .scanning.evidence import GRACE
     from .scanning.options import ScanOptions
@@ -197,6 +201,7 @@ def scan(
         chunk_size=chunk_size,
         grace=GRACE if grace is None else grace,
         timeout=timeout,
+        wait=wait,
     )
     connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
     return run_scan(options, connection, interrupt=interrupt)
@@ -207,11 +212,15 @@ def run_scan(
 ) -> ScanReport:
     """scan() over options already made (the command line makes them from its flags)."""
     from .kube.metadata import MetadataCluster
+    from .scanning.settle import settle
     from .scanning.survey import scan as survey
 
     with connect(connection) as transport:
-        cluster = MetadataCluster(transport, Deadline(options.deadline_seconds, interrupt))
-        return survey(cluster, options)
+        deadline = Deadline(options.deadline_seconds, interrupt)
+        cluster = MetadataCluster(transport, deadline)
+        if not options.wait:
+            return survey(cluster, options)
+        return settle(lambda: survey(cluster, options), options.grace, deadline.remaining, deadline.interrupt.wait)
 
 
 def names(kind: str, connection: ConnectionOptions, *, namespace: str | None = None, limit: int = 500) -> list[str]:

@@ -8,11 +8,14 @@ from typing import Any
 
 class ExitStatus(IntEnum):
     """The command line's exit codes: 128 + the signal for a run a signal stopped, as a
-    shell reports a process the signal killed."""
+    shell reports a process the signal killed. PENDING is scan's alone: a CI gate fails on
+    it as on any non-zero code, and a script that wants to tell "wait and look again"
+    from "stuck" (1) and "bad input" (2) can."""
 
     OK = 0
     FAILED = 1
     USAGE = 2
+    PENDING = 3  # scan: nothing stuck, but something deleted moments ago is held and not judged yet
     INTERRUPTED = 130  # Ctrl-C (SIGINT)
     TERMINATED = 143  # SIGTERM: what CI sends when it cancels a job
 

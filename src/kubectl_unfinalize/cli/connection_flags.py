@@ -28,7 +28,7 @@ def duration(value: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_bool_flag(group: argparse._ArgumentGroup, flag: str, default: bool, help: str) -> None:
+def add_bool_flag(group: argparse._ArgumentGroup, flag: str, default: bool | None, help: str) -> None:
     """kubectl's boolean flags: --flag, --flag=true or --flag=false."""
     group.add_argument(flag, type=parse_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help)
 

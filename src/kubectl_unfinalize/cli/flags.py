@@ -43,7 +43,7 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
         f"       {prog} TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR [-n NAMESPACE | -A] [options]\n"
         f"       {prog} -f PATH [-f PATH] [-R] [options]\n"
-        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all]",
+        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all] [--wait]",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -137,7 +137,11 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         "Never implied by --delete. Without it, the run names the configuration and stops writing what it refuses",
     )
     add_bool_flag(
-        act, "--wait", True, "with --delete, wait until everything is gone (--wait=false returns after one pass)"
+        act,
+        "--wait",
+        None,  # unset: True with --delete, False for scan
+        "with --delete, wait until everything is gone (the default; --wait=false returns after one pass); "
+        "with scan, scan again while something is pending until it is judged or gone (bounded by --timeout)",
     )
     act.add_argument(
         "--dry-run",
@@ -271,7 +275,7 @@ def to_selection(args: argparse.Namespace) -> Selection:
 def to_options(args: argparse.Namespace) -> Options:
     return Options(
         delete=args.delete,
-        wait=args.wait,
+        wait=args.wait is not False,
         timeout=args.timeout,
         dry_run=args.dry_run,
         namespace=args.namespace,

@@ -1,4 +1,5 @@
-"""`kubectl unfinalize scan`: run the read-only scan, print it, exit 1 while something is stuck."""
+"""`kubectl unfinalize scan`: run the read-only scan, print it; exit 1 while something is
+stuck, 3 while something is pending (never 0 for what was deleted moments ago and is held)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=min(args.concurrency, SCAN_LISTS),
             chunk_size=args.chunk_size,
             timeout=args.timeout,
+            wait=bool(args.wait),
         )
     except InputError as exc:
         raise UsageError(str(exc)) from None
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         pass
     if not args.quiet:
-        for line in stderr_lines(report):
+        for line in stderr_lines(report, waited=options.wait):
             err(line)
-    return ExitStatus.OK if report.ok else ExitStatus.FAILED
+    if report.stuck:
+        return ExitStatus.FAILED
+    return ExitStatus.PENDING if report.pending else ExitStatus.OK

@@ -26,7 +26,7 @@ NOT_FOR_SCAN = {
 
 SCAN_EPILOG = f"""\
 scan (read-only): kubectl unfinalize scan [-n NS|-A] [-o text|wide|json|yaml]
-[--older-than DURATION] [--all] lists every object being deleted and still held by
+[--older-than DURATION] [--all] [--wait] lists every object being deleted and still held by
 finalizers, in every resource type the server serves (built-in, custom, aggregated),
 plus Terminating CRDs and namespaces: one group per finalizer and resource type, with
 how many, the oldest wait, the namespaces, who owns the finalizer (built-in controller,
@@ -34,15 +34,22 @@ CRD group, APIService, the field manager that wrote it) and a verdict from the e
 the cluster holds (the field manager's writes, Leases, kopf peering). A type that cannot
 be listed (403, an unavailable API) is one line on stderr and the rest is still
 scanned; at most {SCAN_LISTS} lists are in flight (--concurrency can lower it). -o json|yaml
-prints one document (docs/scan.schema.json). Exit 0 when nothing
-is stuck, 1 when something is: a CI gate for "the teardown left nothing behind".
+prints one document (docs/scan.schema.json).
+
+scan as a CI gate for "the teardown left nothing behind": exit 0 when nothing is held
+(nothing stuck, nothing pending); 1 when something is stuck; 3 when nothing is stuck
+but something deleted less than {ago(GRACE)} ago is held with no controller seen yet (pending:
+a dead operator's objects look like that right after a teardown). --wait scans again
+while something is pending, until it is judged or gone, within --timeout (default 5m):
+3 then means the time ran out. Stuck and pending entries are followed by the commands
+that free them.
 
 scan verdicts:
   working   the finalizer's field manager wrote after the deletion, within {ago(WORKING)}
   alive     a Lease or kopf peering entry matching the controller is fresh (for {ago(ALIVE_PATIENCE)})
   pending   deleted less than {ago(GRACE)} ago, no evidence either way yet
   built-in  a Kubernetes controller's finalizer, waiting (stuck after {ago(BUILTIN_PATIENCE)})
-  stuck     none of the above; the group is followed by the command that frees it
+  stuck     none of the above
 
 scan commands: crd NAME --delete for a Terminating CRD's objects; crd NAME
 --only-terminating --finalizer F for the objects of a CRD that stays; TYPE NAME -n NS

@@ -83,13 +83,18 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
                 yield f"      free: {command}"
 
 
-def stderr_lines(report: ScanReport) -> Iterator[str]:
+def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
+    """`waited`: scan --wait was asked for (report.waited is how long it took)."""
     for line in report.not_scanned:
         yield f"not scanned: {line}"
-    stuck = len(report.stuck)
-    verdict = f"{stuck} stuck" if stuck else "nothing stuck"
+    stuck, pending = len(report.stuck), len(report.pending)
+    verdict = ", ".join([f"{stuck} stuck"] * bool(stuck) + [f"{pending} pending"] * bool(pending)) or "nothing held"
+    wait = f" after waiting {format_seconds(report.waited)}" if waited else ""
     yield (
-        f"scanned {report.types} types, {report.objects} objects in {format_seconds(report.seconds)}: "
+        f"scanned {report.types} types, {report.objects} objects in {format_seconds(report.seconds)}{wait}: "
         f"{len(report.groups)} groups, {len(report.crds)} Terminating CRDs, "
         f"{len(report.namespaces)} Terminating namespaces; {verdict}"
     )
+    if pending:
+        then = "--timeout ran out before they were judged" if waited else "scan --wait waits for the verdict"
+        yield f"pending: deleted moments ago and held, with no controller seen yet; {then} (exit 3)"

@@ -60,7 +60,12 @@ class Group:
     state: State = State.STUCK
     verdict: str = ""
     stuck: bool = False
-    commands: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)  # for a stuck or pending group
+    names: list[tuple[str | None, str]] = field(default_factory=list)  # (namespace, name), bounded like commands'
+
+    @property
+    def pending(self) -> bool:
+        return self.terminating and self.state is State.PENDING
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +111,7 @@ class TerminatingCrd:
     verdict: str = ""
     stuck: bool = False
     commands: list[str] = field(default_factory=list)
+    pending: bool = False  # Terminating moments ago, or every group of its objects is pending
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +122,7 @@ class TerminatingCrd:
             "webhook": self.webhook,
             "verdict": self.verdict,
             "stuck": self.stuck,
+            "pending": self.pending,
             "commands": list(self.commands),
         }
 
@@ -132,6 +139,7 @@ class TerminatingNamespace:
     verdict: str = ""
     stuck: bool = False
     commands: list[str] = field(default_factory=list)
+    pending: bool = False  # Terminating, not judged yet
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,14 +150,17 @@ class TerminatingNamespace:
             "apiServices": list(self.apiservices),
             "verdict": self.verdict,
             "stuck": self.stuck,
+            "pending": self.pending,
             "commands": list(self.commands),
         }
 
 
 @dataclass
 class ScanReport:
-    """Everything `scan` found. `stuck` is what a CI gate fails on; `not_scanned` says
-    what could not be read (a 403 on a type, an unavailable group version), so an empty
+    """Everything `scan` found. A CI gate fails on `stuck` and on `pending` (deleted
+    moments ago and held, with no evidence either way yet: right after a teardown, that is
+    what a dead operator's objects look like, never "clean"); `not_scanned` says what
+    could not be read (a 403 on a type, an unavailable group version), so an empty
     `stuck` is never mistaken for "checked everything" when it was not."""
 
     groups: list[Group] = field(default_factory=list)
@@ -162,6 +173,7 @@ class ScanReport:
     namespace: str | None = None  # -n
     include_live: bool = False  # --all
     older_than: float = 0.0
+    waited: float = 0.0  # seconds spent re-scanning while something was pending (wait=True)
 
     @property
     def stuck(self) -> list[Group | TerminatingCrd | TerminatingNamespace]:
@@ -172,13 +184,23 @@ class ScanReport:
         return [n for n in self.namespaces if n.stuck]
 
     @property
+    def pending(self) -> list[Group | TerminatingCrd | TerminatingNamespace]:
+        return [*(g for g in self.groups if g.pending), *(c for c in self.crds if c.pending), *self._pending_namespaces]
+
+    @property
+    def _pending_namespaces(self) -> list[TerminatingNamespace]:
+        return [n for n in self.namespaces if n.pending]
+
+    @property
     def ok(self) -> bool:
-        return not self.stuck
+        """Nothing held: nothing stuck and nothing pending (the command line's exit 0)."""
+        return not (self.stuck or self.pending)
 
     def raise_if_stuck(self) -> ScanReport:
-        """For a test session's final check: fail with what is stuck and how to free it."""
-        if self.stuck:
-            raise IncompleteError("; ".join(_stuck_line(item) for item in self.stuck))
+        """For a test session's final check: fail with what is stuck or still pending and
+        how to free it (scan(wait=True) first waits for the pending to be judged)."""
+        if not self.ok:
+            raise IncompleteError("; ".join(_stuck_line(item) for item in [*self.stuck, *self.pending]))
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,6 +208,8 @@ class ScanReport:
             "apiVersion": SCHEMA_VERSION,
             "ok": self.ok,
             "stuck": len(self.stuck),
+            "pending": len(self.pending),
+            "waitedSeconds": round(self.waited, 1),
             "namespace": self.namespace,
             "all": self.include_live,
             "olderThanSeconds": self.older_than,

@@ -61,13 +61,14 @@ def judge(
     if meta.get("finalizers"):
         reasons.append(f"finalizers {list(meta['finalizers'])}")
     waited = ago(seconds)
+    stuck = pending = False
     if seconds > grace and (reasons or seconds > NAMESPACE_PATIENCE):
         if inside and not stuck_inside and not apiservices and seconds <= NAMESPACE_PATIENCE:
-            verdict, stuck = f"working: Terminating for {waited}; " + ", ".join(g.verdict for g in inside), False
+            verdict = f"working: Terminating for {waited}; " + ", ".join(g.verdict for g in inside)
         else:
             verdict, stuck = f"stuck: Terminating for {waited}" + "".join(f"; {r}" for r in reasons), True
     else:
-        verdict, stuck = f"pending: Terminating for {waited}", False
+        verdict, pending = f"pending: Terminating for {waited}", True
     return TerminatingNamespace(
         name=name,
         seconds=seconds,
@@ -76,5 +77,6 @@ def judge(
         apiservices=list(apiservices),
         verdict=verdict,
         stuck=stuck,
-        commands=namespace_commands(name, apiservices) if stuck else [],
+        commands=namespace_commands(name, apiservices) if stuck or pending else [],
+        pending=pending,
     )

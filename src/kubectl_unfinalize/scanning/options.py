@@ -21,6 +21,7 @@ class ScanOptions:
     chunk_size: int = 500
     grace: float = GRACE
     timeout: float | None = None  # seconds for the whole scan; None: SCAN_TIMEOUT
+    wait: bool = False  # scan again while something is pending (settle.py), within the timeout
 
     def __post_init__(self) -> None:
         check_bounds(self.concurrency, self.chunk_size, self.timeout)

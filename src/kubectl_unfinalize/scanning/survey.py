@@ -169,7 +169,7 @@ class _Context:
         judged = evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace)
         owner_kind, owner = evidence.owner(finalizer, tally, self.crd_groups, self.apiservices)
         commands: list[str] = []
-        if judged.stuck:
+        if judged.stuck or judged.state is State.PENDING:
             commands = group_commands(
                 finalizer, resource.qualified, crd, crd in self.terminating, tally.names, self.options.namespace
             )
@@ -200,6 +200,7 @@ class _Context:
             verdict=judged.verdict,
             stuck=judged.stuck,
             commands=commands,
+            names=list(tally.names),
         )
 
     def crd(self, cluster: ScanCluster, name: str, totals: dict[str, int], groups: list[Group]) -> TerminatingCrd:
@@ -222,6 +223,7 @@ class _Context:
         own = [g for g in groups if g.crd == name and g.terminating]
         instances = totals.get(name, 0)
         blamed = [g for g in own if g.stuck]
+        pending = False
         if blamed:
             verdict = f"stuck: {instances} objects left, held by " + ", ".join(sorted({g.finalizer for g in blamed}))
             stuck = True
@@ -230,7 +232,7 @@ class _Context:
             verdict = f"{states[0] if len(states) == 1 else 'waiting'}: {instances} objects left, " + ", ".join(
                 f"{g.finalizer} {g.state.value}" for g in own
             )
-            stuck = False
+            stuck, pending = False, states == [State.PENDING.value]
         elif seconds > self.options.grace:
             left = f"{instances} objects left" if instances >= 0 else "its objects cannot be listed"
             verdict = f"stuck: Terminating for {ago(seconds)}; {left}"
@@ -239,8 +241,9 @@ class _Context:
             stuck = True
         else:
             verdict, stuck = f"{State.PENDING.value}: Terminating for {ago(seconds)}", False
-        commands = crd_commands(name) if stuck else []
-        return TerminatingCrd(name, seconds, instances, conversion, webhook, verdict, stuck, commands)
+            pending = True
+        commands = crd_commands(name) if stuck or pending else []
+        return TerminatingCrd(name, seconds, instances, conversion, webhook, verdict, stuck, commands, pending)
 
 
 def _objects(cluster: ScanCluster, resource: Resource) -> tuple[list[dict[str, Any]], str]:
