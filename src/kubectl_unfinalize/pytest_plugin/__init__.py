@@ -1,0 +1,117 @@
+"""The pytest plugin (entry point `unfinalize` in the group pytest11): a front end beside the
+command line, on the public Python API alone. Inert unless --unfinalize=MODE (or the ini
+file's `unfinalize = MODE`) asks for it: no section, no request, no environment read.
+
+When it acts (settings.py has the modes):
+- session start (free, strict): frees what a kept cluster still holds from an earlier run;
+- from the last test's teardown to the end of the session (free, strict): freeing.Teardown
+  looks and frees on a thread of its own, so a session fixture blocked in
+  `kubectl delete -f crds/` finishes. The last test's teardown is where pytest tears the
+  session's fixtures down (nextitem None); a session stopped early (-x, Ctrl-C) tears them
+  down in pytest_sessionfinish, so the thread also starts when the test loop ends;
+- after every fixture's teardown (all modes): one scan that waits out what is pending, a
+  last free (free, strict), and the section in the terminal summary. strict then fails the
+  session (exit 1) when anything had to be freed or is still held.
+
+pytest-xdist: workers do nothing; the controller acts, its teardown thread starting once
+every test has run (the workers are then in their last teardowns) and its last look after
+every worker is done. No reachable cluster is one warning line, and changes the exit
+status only in strict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from ..scanning.model import ScanReport
+from .freeing import Book, Teardown, free, look
+from .settings import Settings, add_options, read
+from .summary import Outcome, judge, lines
+
+__all__ = ["pytest_addoption", "pytest_configure"]
+NAME = "unfinalize-session"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    settings = read(config)
+    if settings.mode is None or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    config.pluginmanager.register(Session(config, settings), NAME)
+
+
+class Session:
+    """The plugin's state for one session, registered only when it has a mode."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.book = Book()
+        self.teardown = Teardown(settings, self.book)
+        self.distributed = config.pluginmanager.has_plugin("dsession")  # the xdist controller
+        self.ended: set[str] = set()  # tests whose call (or failed setup) was reported
+        self.failures = 0
+        self.outcome: Outcome | None = None
+        self.final: ScanReport | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+        if self.settings.frees:
+            report = look(self.settings, self.book, "start")
+            if report is not None:
+                free(report, self.settings, self.book, "start")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        if nextitem is None and self.settings.frees:
+            self.teardown.start()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under xdist: every test ended, or --maxfail reached: the workers tear down now."""
+        if not (self.distributed and self.settings.frees):
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.ended.add(report.nodeid)
+        self.failures += report.failed
+        maxfail = self.config.option.maxfail
+        if len(self.ended) >= self.session.testscollected or (maxfail and self.failures >= maxfail):
+            self.teardown.start()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, None, None]:
+        """However the loop ends (the last test, -x, Ctrl-C), what comes next is the
+        session's teardown of what is still set up."""
+        yield
+        if self.settings.frees:
+            self.teardown.start()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """After pytest's own session finish, which tore down what the last test had not."""
+        self.teardown.stop()
+        final = look(self.settings, self.book, "end", wait=True)
+        if final is not None and self.settings.frees and free(final, self.settings, self.book, "end"):
+            final = look(self.settings, self.book, "end")
+        self.final = final
+        self.outcome = judge(self.settings, self.book, final)
+        if self.outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.outcome is None:
+            return
+        strict = " (--unfinalize=strict: the session fails)" if self.outcome.failed else ""
+        if not self.book.reached:
+            why = next(iter(self.book.unreachable.values()), None) or "; ".join(self.book.failures)
+            terminalreporter.write_line(f"unfinalize: WARNING no reachable cluster: {why}{strict}", yellow=True)
+            return
+        failed = self.outcome.failed
+        terminalreporter.write_sep("=", f"unfinalize: {self.settings.mode}", red=failed, green=not failed)
+        for line in lines(self.settings, self.book, self.final, self.outcome):
+            terminalreporter.write_line(line, red=line.startswith("FAILED"))

@@ -1,0 +1,150 @@
+"""The plugin's work on the cluster, through the public API only: a scan, then the
+unfinalize(...) calls plan.py chose, and what came of them kept in a Book.
+
+While the session tears down, the work runs on a thread of its own (Teardown): the main
+thread is then inside a fixture's teardown, often blocked in `kubectl delete -f crds/`
+until the CRDs' objects are gone, and only someone else can free them. It looks every
+POLL seconds (more apart when a scan takes long, so a big cluster is not listed back to
+back) until the session's teardown is over.
+
+The cluster is the one the connection rules find when the work starts (KUBECONFIG, then
+~/.kube/config, then in-cluster), never earlier: cluster fixtures set KUBECONFIG late.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import kubectl_unfinalize
+
+from ..errors import ClusterError, ConfigError, UnfinalizeError
+from ..model import Action, Report
+from ..scanning.model import ScanReport
+from .plan import Call, plan
+from .settings import Settings
+
+POLL = 1.0  # seconds between looks during the teardown, at least
+SCAN_TIMEOUT = 60.0
+CALL_TIMEOUT = 60.0
+SHOWN = 20  # object names kept per group for the summary
+
+
+@dataclass
+class Freed:
+    """What one phase freed of one group (one finalizer on one type)."""
+
+    phase: str
+    finalizer: str
+    resource: str
+    verdict: str  # scan's, when it was freed
+    evidence: list[str]
+    count: int = 0
+    objects: list[str] = field(default_factory=list)  # namespace/name, at most SHOWN
+
+    def add(self, name: str) -> None:
+        self.count += 1
+        if len(self.objects) < SHOWN:
+            self.objects.append(name)
+
+
+@dataclass
+class Book:
+    """What the plugin did and met, per phase (session start, teardown, session end)."""
+
+    freed: dict[tuple[str, str, str], Freed] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # objects it could not free, calls that failed
+    unreachable: dict[str, str] = field(default_factory=dict)  # phase -> why the cluster could not be read
+    reached: set[str] = field(default_factory=set)  # phases that read the cluster
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def objects_freed(self, *phases: str) -> int:
+        return sum(f.count for f in self.freed.values() if not phases or f.phase in phases)
+
+    def record(self, phase: str, call: Call, report: Report) -> None:
+        with self.lock:
+            for outcome in report.outcomes:
+                name = f"{outcome.namespace}/{outcome.name}" if outcome.namespace else outcome.name
+                if outcome.action is Action.UNFINALIZED:
+                    for group in call.groups:
+                        if group.finalizer in outcome.finalizers:
+                            key = (phase, group.finalizer, group.resource)
+                            if key not in self.freed:
+                                self.freed[key] = Freed(phase, *key[1:], group.verdict, list(group.evidence))
+                            self.freed[key].add(name)
+                elif outcome.action.is_failure:
+                    self.failures.append(f"{outcome.ref} ({outcome.namespace or 'cluster'}): {outcome.message}")
+            if report.error or report.timed_out:
+                self.failures.append(f"unfinalize {call.resource}: {report.error or 'timed out'}")
+
+    def failed(self, what: str) -> None:
+        with self.lock:
+            self.failures.append(what)
+
+    def cannot_reach(self, phase: str, exc: UnfinalizeError) -> None:
+        with self.lock:
+            self.unreachable.setdefault(phase, str(exc))
+
+
+def look(
+    settings: Settings, book: Book, phase: str, wait: bool = False, interrupt: threading.Event | None = None
+) -> ScanReport | None:
+    """One scan with the settings' grace (wait: until nothing is pending); None when the
+    cluster could not be read, which the book keeps (not when `interrupt` cut it short)."""
+    timeout = SCAN_TIMEOUT + (settings.grace if wait else 0.0)
+    try:
+        report = kubectl_unfinalize.scan(grace=settings.grace, wait=wait, timeout=timeout, interrupt=interrupt)
+    except (ConfigError, ClusterError) as exc:
+        if interrupt is None or not interrupt.is_set():
+            book.cannot_reach(phase, exc)
+        return None
+    except UnfinalizeError as exc:
+        book.failed(f"scan: {exc}")
+        return None
+    book.reached.add(phase)
+    return report
+
+
+def free(report: ScanReport, settings: Settings, book: Book, phase: str) -> int:
+    """Send the calls plan() chose for `report`; the number of objects freed."""
+    before = book.objects_freed(phase)
+    for call in plan(report, settings.narrowing, settings.grace):
+        try:
+            result = kubectl_unfinalize.unfinalize(**call.kwargs, timeout=CALL_TIMEOUT)
+        except UnfinalizeError as exc:
+            book.failed(f"unfinalize {call.resource}: {exc}")
+            continue
+        book.record(phase, call, result)
+    return book.objects_freed(phase) - before
+
+
+class Teardown:
+    """Looks and frees on a thread from start() until stop(); at most one thread."""
+
+    def __init__(self, settings: Settings, book: Book) -> None:
+        self.settings = settings
+        self.book = book
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="unfinalize-teardown", daemon=True)
+            self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.thread is not None:
+            self.thread.join(CALL_TIMEOUT + SCAN_TIMEOUT)
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            try:
+                report = look(self.settings, self.book, "teardown", interrupt=self.stopping)
+                if report is not None and not self.stopping.is_set():
+                    free(report, self.settings, self.book, "teardown")
+            except Exception as exc:  # noqa: BLE001 - a thread that dies says nothing: say it in the summary
+                self.book.failed(f"unexpected {type(exc).__name__} during the teardown: {exc}")
+            self.stopping.wait(max(POLL, 3 * (time.monotonic() - started)))

@@ -1,0 +1,111 @@
+"""The terminal summary's section: what was freed (per phase) and what is still held,
+grouped by finalizer, each type with its count, namespaces, verdict and evidence; and the
+strict verdict. Lines only: __init__ writes them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..scanning.model import Group, ScanReport
+from .freeing import Book, Freed
+from .settings import Settings
+
+PHASES = {"start": "at session start (left by an earlier run)", "teardown": "during the teardown", "end": "after it"}
+SHOWN_NAMESPACES = 5
+
+
+@dataclass
+class Outcome:
+    """The plugin's last word on the session."""
+
+    held: list[Group]  # in scope, after the session (any verdict)
+    stuck: list[str]  # what is stuck or still pending in scope: groups, CRDs, namespaces, in words
+    failed: bool  # strict: the session fails
+
+
+def judge(settings: Settings, book: Book, final: ScanReport | None) -> Outcome:
+    narrowing = settings.narrowing
+    held = [g for g in final.groups if g.terminating and narrowing.covers(g)] if final else []
+    stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held if g.stuck or g.pending]
+    if final is not None:
+        stuck += [
+            f"CRD {c.name}: {c.verdict}" for c in final.crds if (c.stuck or c.pending) and narrowing.covers_crd(c)
+        ]
+        stuck += [
+            f"namespace {n.name}: {n.verdict}"
+            for n in final.namespaces
+            if (n.stuck or n.pending) and narrowing.covers_namespace(n)
+        ]
+    freed = book.objects_freed("teardown", "end")
+    failed = settings.mode == "strict" and bool(freed or stuck or book.failures or final is None)
+    return Outcome(held, stuck, failed)
+
+
+def _namespaces(names: list[str]) -> str:
+    spaces = sorted({n.split("/", 1)[0] for n in names if "/" in n})
+    shown = ", ".join(spaces[:SHOWN_NAMESPACES]) + (f" +{len(spaces) - SHOWN_NAMESPACES}" if len(spaces) > 5 else "")
+    return shown or "(cluster)"
+
+
+def _freed(entries: list[Freed]) -> Iterator[str]:
+    finalizer = None
+    for entry in sorted(entries, key=lambda f: (f.finalizer, f.resource)):
+        if entry.finalizer != finalizer:
+            finalizer = entry.finalizer
+            yield f"  {finalizer}"
+        yield f"    {entry.resource}  {entry.count}  {_namespaces(entry.objects)}  freed; was {entry.verdict}"
+        more = f" (+{entry.count - len(entry.objects)} more)" if entry.count > len(entry.objects) else ""
+        yield f"        objects: {', '.join(entry.objects)}{more}"
+        for item in entry.evidence:
+            yield f"        evidence: {item}"
+
+
+def _held(groups: list[Group], settings: Settings) -> Iterator[str]:
+    finalizer = None
+    for group in sorted(groups, key=lambda g: (g.finalizer, g.resource)):
+        if group.finalizer != finalizer:
+            finalizer = group.finalizer
+            yield f"  {finalizer}  (owner: {group.owner.split('; ')[0]})"
+        spaces = settings.narrowing.in_namespaces(group) if group.namespaced else []
+        where = ", ".join(spaces[:SHOWN_NAMESPACES]) + (f" +{len(spaces) - 5}" if len(spaces) > 5 else "")
+        yield f"    {group.resource}  {group.count}  {where or '(cluster)'}  {group.verdict}"
+        if group.sample:
+            yield f"        objects: {', '.join(group.sample)}" + (" ..." if group.count > len(group.sample) else "")
+        for item in group.evidence:
+            yield f"        evidence: {item}"
+        for command in group.commands:
+            yield f"        free: {command}"
+
+
+def lines(settings: Settings, book: Book, final: ScanReport | None, outcome: Outcome) -> Iterator[str]:
+    if settings.frees:
+        for phase, words in PHASES.items():
+            entries = [f for f in book.freed.values() if f.phase == phase]
+            if entries:
+                yield f"freed {words}: {sum(f.count for f in entries)} objects"
+                yield from _freed(entries)
+        if not book.freed:
+            yield "freed nothing: no deletion was held past the grace by a finalizer without a live controller"
+    for phase, why in book.unreachable.items():
+        yield f"could not read the cluster {PHASES[phase].split(' (')[0]}: {why}"
+    for failure in book.failures:
+        yield f"could not free: {failure}"
+    if final is not None:
+        waited = f", waited {final.waited:.1f}s for pending deletions" if final.waited >= 0.05 else ""
+        if outcome.held:
+            yield f"held by finalizers after the session (scanned {final.types} types{waited}):"
+            yield from _held(outcome.held, settings)
+        else:
+            yield f"nothing held by finalizers after the session (scanned {final.types} types{waited})"
+        yield from (f"  {line}" for line in outcome.stuck if line.startswith(("CRD ", "namespace ")))
+    if outcome.failed:
+        freed = book.objects_freed("teardown", "end")
+        reasons = [f"{freed} objects had to be freed"] * bool(freed) + [f"{len(outcome.stuck)} still held"] * bool(
+            outcome.stuck
+        )
+        if final is None:
+            reasons.append("the cluster could not be checked after the session")
+        if book.failures:
+            reasons.append(f"{len(book.failures)} could not be freed")
+        yield f"FAILED (--unfinalize=strict): {', '.join(reasons)}"

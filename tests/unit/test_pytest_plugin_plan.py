@@ -1,0 +1,65 @@
+"""What the pytest plugin frees from one scan (pytest_plugin/plan.py): only stuck
+deletions in scope, a built-in controller's finalizer only when named, one call per type
+(per namespace when namespaces are narrowed) with every stuck finalizer of the type."""
+
+from __future__ import annotations
+
+from test_pytest_plugin import KOPF, group
+
+from kubectl_unfinalize.pytest_plugin.plan import plan
+from kubectl_unfinalize.pytest_plugin.settings import Narrowing
+from kubectl_unfinalize.scanning.model import ScanReport, State
+
+PVC = "kubernetes.io/pvc-protection"
+EVERYTHING = Narrowing()
+
+
+def calls(*groups, narrowing=EVERYTHING, grace=5.0):
+    return [call.kwargs for call in plan(ScanReport(groups=list(groups)), narrowing, grace)]
+
+
+def test_only_stuck_deletions_are_freed():
+    held = [group(state=state) for state in (State.WORKING, State.ALIVE, State.PENDING, State.HELD)]
+    assert calls(*held) == []
+    assert calls(group(terminating=False)) == []
+    assert calls(group()) == [{"crds": ["children.op.example.com"], "only_terminating": True, "finalizers": [KOPF]}]
+
+
+def test_every_stuck_finalizer_of_a_type_in_one_call():
+    other = group(finalizer="op.example.com/cleanup")
+    assert calls(group(), other) == [
+        {"crds": ["children.op.example.com"], "only_terminating": True, "finalizers": [KOPF, "op.example.com/cleanup"]}
+    ]
+
+
+def test_other_types_by_name_per_namespace_and_namespaces_by_name():
+    maps = group("configmaps", finalizer="dead.example.com/x", namespaces=("b", "a", "b"))
+    assert calls(maps) == [
+        {"resource": "configmaps", "names": ["obj-1"], "namespace": "a", "only_terminating": True,
+         "finalizers": ["dead.example.com/x"]},
+        {"resource": "configmaps", "names": ["obj-0", "obj-2"], "namespace": "b", "only_terminating": True,
+         "finalizers": ["dead.example.com/x"]},
+    ]  # fmt: skip
+    spaces = group("namespaces", finalizer="op.example.com/ns", namespaced=False, names=[(None, "test-1")])
+    assert calls(spaces) == [{"namespaces": ["test-1"], "finalizers": ["op.example.com/ns"]}]
+
+
+def test_a_builtin_finalizer_only_when_named_and_past_the_grace():
+    claim = group("persistentvolumeclaims", state=State.BUILTIN, finalizer=PVC, oldest_seconds=30.0)
+    assert calls(claim) == []
+    named = Narrowing(finalizers=(PVC,))
+    assert calls(claim, narrowing=named)[0]["finalizers"] == [PVC]
+    assert calls(claim, narrowing=named, grace=60.0) == []
+
+
+def test_narrowing_by_namespace_group_and_finalizer():
+    mixed = group(namespaces=("test-1", "prod", "test-2"))
+    assert [c["namespace"] for c in calls(mixed, narrowing=Narrowing(namespaces=("test-*",)))] == ["test-1", "test-2"]
+    assert calls(mixed, narrowing=Narrowing(namespaces=("dev-*",))) == []
+    assert calls(mixed, narrowing=Narrowing(groups=("*.other.org",))) == []
+    assert calls(mixed, narrowing=Narrowing(groups=("op.example.com",)))
+    assert calls(mixed, narrowing=Narrowing(finalizers=("x/y",))) == []
+    cluster_scoped = group("nodes2.op.example.com", namespaced=False, names=[(None, "n1")])
+    assert calls(cluster_scoped, narrowing=Narrowing(namespaces=("*",))) == []  # not in any namespace
+    core = group("configmaps", namespaces=("a",))  # API group ""
+    assert calls(core, narrowing=Narrowing(groups=("*.example.com",))) == []
