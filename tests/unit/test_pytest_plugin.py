@@ -7,10 +7,10 @@ is tests/integration/test_pytest_plugin.py's."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import entry_points
 import pytest
 
 from kubectl_unfinalize import api
@@ -19,29 +19,15 @@ from kubectl_unfinalize.scanning.model import Group, ScanReport, State
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
 SECTION = "= unfinalize:"
-
-
-def declared_entry_points() -> dict[str, str]:
-    text = (ROOT / "pyproject.toml").read_text()
-    section = text.split("[project.entry-points.pytest11]", 1)[1].split("\n[", 1)[0]
-    return dict(re.findall(r'^(\S+) = "([^"]+)"', section, re.M))
 
 
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
     """The entry point on sys.path, as an installed wheel has it."""
-    entry_points = declared_entry_points()
-    assert entry_points == {"unfinalize": "kubectl_unfinalize.pytest_plugin"}
-    dist = tmp_path / "site" / "kubectl_unfinalize-0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kubectl-unfinalize\nVersion: 0\n")
-    (dist / "entry_points.txt").write_text(
-        "[pytest11]\n" + "".join(f"{name} = {target}\n" for name, target in entry_points.items())
-    )
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert entry_points.declared() == {"unfinalize": "kubectl_unfinalize.pytest_plugin"}
+    monkeypatch.syspath_prepend(str(entry_points.install(tmp_path / "site")))
 
 
 def group(resource="children.op.example.com", state=State.STUCK, finalizer=KOPF, namespaces=("ns-a",), **fields):
@@ -192,7 +178,11 @@ def test_strict_fails_the_session_naming_the_finalizer_and_the_objects(pytester,
     result.assert_outcomes(passed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
-        [f"  {KOPF}", "        objects: ns-a/obj-0", "FAILED (--unfinalize=strict): 1 objects had to be freed*"]
+        [
+            f"  {KOPF}",
+            "        objects: ns-a/obj-0",
+            f"FAILED (--unfinalize=strict): 1 objects had to be freed from {KOPF}",
+        ]
     )
 
 
@@ -292,8 +282,9 @@ def test_under_xdist_the_controller_starts_freeing_once_every_test_ran():
 
     config = SimpleNamespace(pluginmanager=SimpleNamespace(has_plugin=lambda name: name == "dsession"))
     config.option = SimpleNamespace(maxfail=0)
+    config.getoption = lambda name, default=None: "load"
     plugin = Session(config, Settings(mode="free"))
-    plugin.session = SimpleNamespace(testscollected=2)
+    plugin.session, plugin.distributed = SimpleNamespace(testscollected=2), True  # as pytest_sessionstart finds them
     started = []
     plugin.teardown = SimpleNamespace(start=lambda: started.append(True))
 

@@ -8,14 +8,15 @@ from test_pytest_plugin import KOPF, group
 
 from kubectl_unfinalize.pytest_plugin.plan import plan
 from kubectl_unfinalize.pytest_plugin.settings import Narrowing
-from kubectl_unfinalize.scanning.model import ScanReport, State
+from kubectl_unfinalize.scanning.model import ScanReport, State, TerminatingCrd
 
 PVC = "kubernetes.io/pvc-protection"
 EVERYTHING = Narrowing()
 
 
-def calls(*groups, narrowing=EVERYTHING, grace=5.0):
-    return [call.kwargs for call in plan(ScanReport(groups=list(groups)), narrowing, grace)]
+def calls(*groups, narrowing=EVERYTHING, grace=5.0, crds=(), settle=False):
+    report = ScanReport(groups=list(groups), crds=list(crds))
+    return [call.kwargs for call in plan(report, narrowing, grace, settle)]
 
 
 def test_only_stuck_deletions_are_freed():
@@ -63,3 +64,12 @@ def test_narrowing_by_namespace_group_and_finalizer():
     assert calls(cluster_scoped, narrowing=Narrowing(namespaces=("*",))) == []  # not in any namespace
     core = group("configmaps", namespaces=("a",))  # API group ""
     assert calls(core, narrowing=Narrowing(groups=("*.example.com",))) == []
+
+
+def test_at_session_start_a_terminating_crd_is_waited_on_until_gone():
+    going = [TerminatingCrd("children.op.example.com", 60.0, 1, "None")]
+    assert "delete" not in calls(group(), crds=going)[0]
+    assert calls(group(), crds=going, settle=True) == [
+        {"crds": ["children.op.example.com"], "only_terminating": True, "finalizers": [KOPF], "delete": True}
+    ]
+    assert calls(group(), settle=True)[0].get("delete") is None  # a CRD that stays is not deleted

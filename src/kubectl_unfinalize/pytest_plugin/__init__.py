@@ -53,8 +53,9 @@ class Session:
         self.settings = settings
         self.book = Book()
         self.teardown = Teardown(settings, self.book)
-        self.distributed = config.pluginmanager.has_plugin("dsession")  # the xdist controller
-        self.ended: set[str] = set()  # tests whose call (or failed setup) was reported
+        self.distributed = False  # the xdist controller (its plugin registers after this one's configure)
+        self.nodes = 0  # xdist workers that collected
+        self.ended: set[tuple[str, str]] = set()  # (worker, test) whose call (or failed setup) was reported
         self.failures = 0
         self.outcome: Outcome | None = None
         self.final: ScanReport | None = None
@@ -62,6 +63,7 @@ class Session:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        self.distributed = self.config.pluginmanager.has_plugin("dsession")
         if self.settings.frees:
             report = look(self.settings, self.book, "start")
             if report is not None:
@@ -72,15 +74,21 @@ class Session:
         if nextitem is None and self.settings.frees:
             self.teardown.start()
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        self.nodes += 1
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Under xdist: every test ended, or --maxfail reached: the workers tear down now."""
+        """Under xdist: every test ended (on every worker with --dist each), or --maxfail
+        reached: the workers tear their sessions down now."""
         if not (self.distributed and self.settings.frees):
             return
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            self.ended.add(report.nodeid)
+            self.ended.add((str(getattr(report, "node", "")), report.nodeid))
         self.failures += report.failed
+        runs = self.session.testscollected * (self.nodes if self.config.getoption("dist", None) == "each" else 1)
         maxfail = self.config.option.maxfail
-        if len(self.ended) >= self.session.testscollected or (maxfail and self.failures >= maxfail):
+        if len(self.ended) >= runs or (maxfail and self.failures >= maxfail):
             self.teardown.start()
 
     @pytest.hookimpl(hookwrapper=True)

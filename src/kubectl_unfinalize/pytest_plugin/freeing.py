@@ -109,7 +109,7 @@ def look(
 def free(report: ScanReport, settings: Settings, book: Book, phase: str) -> int:
     """Send the calls plan() chose for `report`; the number of objects freed."""
     before = book.objects_freed(phase)
-    for call in plan(report, settings.narrowing, settings.grace):
+    for call in plan(report, settings.narrowing, settings.grace, settle=phase == "start"):
         try:
             result = kubectl_unfinalize.unfinalize(**call.kwargs, timeout=CALL_TIMEOUT)
         except UnfinalizeError as exc:

@@ -7,6 +7,11 @@ the deletion, no fresh Lease or kopf peer), never by deleting anything. A Kubern
 controller's own finalizer (scan's `built-in`) only when the user named it, and then once it
 held the deletion past the grace. One call per type (per namespace when namespaces are
 narrowed), all of the type's stuck finalizers at once, so an object is patched once.
+
+`settle` (at session start): a Terminating CRD whose objects are freed is also waited on
+until it is gone (`delete=True` on a CRD already being deleted, its objects only touched
+if being deleted), so the session's fixtures can create it again: a kept cluster's CRD
+left Terminating by the last run refuses new objects until then.
 """
 
 from __future__ import annotations
@@ -36,23 +41,26 @@ def freeable(group: Group, narrowing: Narrowing, grace: float) -> bool:
     return group.state is State.BUILTIN and named and group.oldest_seconds > grace
 
 
-def plan(report: ScanReport, narrowing: Narrowing, grace: float) -> list[Call]:
+def plan(report: ScanReport, narrowing: Narrowing, grace: float, settle: bool = False) -> list[Call]:
     by_resource: dict[str, list[Group]] = {}
     for group in report.groups:
         if freeable(group, narrowing, grace):
             by_resource.setdefault(group.resource, []).append(group)
+    going = {crd.name for crd in report.crds} if settle else set()
     calls: list[Call] = []
     for resource, groups in sorted(by_resource.items()):
-        calls += _calls(resource, groups, narrowing)
+        calls += _calls(resource, groups, narrowing, going)
     return calls
 
 
-def _calls(resource: str, groups: list[Group], narrowing: Narrowing) -> list[Call]:
+def _calls(resource: str, groups: list[Group], narrowing: Narrowing, going: set[str]) -> list[Call]:
     finalizers = sorted({g.finalizer for g in groups})
     first = groups[0]
-    common = {"finalizers": finalizers}
+    common: dict[str, Any] = {"finalizers": finalizers}
     if first.crd:  # the CRD sweep lists every object of the type (paginated), not only the names scan kept
         if not narrowing.namespaces:
+            if first.crd in going:
+                common["delete"] = True
             return [Call({"crds": [first.crd], "only_terminating": True, **common}, resource, tuple(groups))]
         spaces = sorted({ns for g in groups for ns in narrowing.in_namespaces(g)})
         return [

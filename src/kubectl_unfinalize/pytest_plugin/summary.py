@@ -56,7 +56,7 @@ def _freed(entries: list[Freed]) -> Iterator[str]:
             yield f"  {finalizer}"
         yield f"    {entry.resource}  {entry.count}  {_namespaces(entry.objects)}  freed; was {entry.verdict}"
         more = f" (+{entry.count - len(entry.objects)} more)" if entry.count > len(entry.objects) else ""
-        yield f"        objects: {', '.join(entry.objects)}{more}"
+        yield f"        objects: {', '.join(sorted(entry.objects))}{more}"
         for item in entry.evidence:
             yield f"        evidence: {item}"
 
@@ -101,9 +101,9 @@ def lines(settings: Settings, book: Book, final: ScanReport | None, outcome: Out
         yield from (f"  {line}" for line in outcome.stuck if line.startswith(("CRD ", "namespace ")))
     if outcome.failed:
         freed = book.objects_freed("teardown", "end")
-        reasons = [f"{freed} objects had to be freed"] * bool(freed) + [f"{len(outcome.stuck)} still held"] * bool(
-            outcome.stuck
-        )
+        whose = sorted({f.finalizer for f in book.freed.values() if f.phase != "start"})
+        reasons = [f"{freed} objects had to be freed from {', '.join(whose)}"] * bool(freed)
+        reasons += [f"{len(outcome.stuck)} still held"] * bool(outcome.stuck)
         if final is None:
             reasons.append("the cluster could not be checked after the session")
         if book.failures:
