@@ -26,7 +26,7 @@ from .plan import Call, plan
 from .settings import Settings
 
 POLL = 1.0  # seconds between looks during the teardown, at least
-SCAN_TIMEOUT = 60.0
+SCAN_TIMEOUT = 30.0  # an unreachable cluster delays the session by at most this, at start and at the end
 CALL_TIMEOUT = 60.0
 SHOWN = 20  # object names kept per group for the summary
 
