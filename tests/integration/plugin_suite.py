@@ -1,8 +1,8 @@
 """An operator's test suite in dask-kubernetes' shape, for the pytest plugin's tests
 (test_pytest_plugin.py): a session fixture applies the CRDs, yields, and deletes them with a
-waiting `kubectl delete -f crds/`; the kopf operator (operator/widget_operator.py: parents
-own children, everything gets kopf's finalizer) runs under kopf.testing.KopfRunner for each
-test and has stopped by then. Written into a directory of its own and run as a separate
+waiting `kubectl delete -f crds/`; the kopf operator (operator/fleet_operator.py: fleets own
+ships, everything gets kopf's finalizer) runs under kopf.testing.KopfRunner for each test
+and has stopped by then. Written into a directory of its own and run as a separate
 pytest session, with the plugin found through its entry point."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import entry_points
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-OPERATOR = Path(__file__).parent / "operator" / "widget_operator.py"
-KINDS = {"Parent": "parents", "Child": "children", "Sidecar": "sidecars"}
-PER_NAMESPACE = 3 + 3 + 1  # parents, their children, a sidecar
+OPERATOR = Path(__file__).parent / "operator" / "fleet_operator.py"
+KINDS = {"Fleet": "fleets", "Ship": "ships", "Buoy": "buoys"}
+PER_NAMESPACE = 3 + 3 + 1  # fleets, their ships, a buoy
 
 CONFTEST = """
 import os, subprocess, time
@@ -41,7 +41,11 @@ def kubectl(*args):
 
 @pytest.fixture(scope="session")
 def customresources():
-    kubectl("apply", "-f", str(HERE / "crds"))
+    for attempt in range(3):  # under xdist both workers create the CRDs: one may find them just created
+        applied = subprocess.run(["kubectl", "apply", "-f", str(HERE / "crds")], capture_output=True, text=True)
+        if applied.returncode == 0:
+            break
+        assert "AlreadyExists" in applied.stderr and attempt < 2, applied.stderr
     kubectl("wait", "--for=condition=Established", "-f", str(HERE / "crds"), "--timeout=60s")
     yield
     # under xdist, each worker has this session fixture: the CRDs go once every worker's test ended
@@ -49,7 +53,12 @@ def customresources():
     while len(list(HERE.glob("ran-*"))) < int(os.environ.get("SUITE_WORKERS", "1")):
         assert time.monotonic() < deadline, "the other worker's test never ended"
         time.sleep(0.1)
-    (HERE / f"teardown-{WORKER or 'main'}").write_text(str(time.time()))
+    written = HERE / f".teardown-{WORKER or 'main'}"
+    written.write_text(str(time.time()))
+    written.rename(HERE / written.name[1:])  # whole when the test reads it
+    if os.environ.get("DELETE_OBJECTS"):  # their deletion not left to the API server's CRD cleanup, which may lag
+        kinds = ",".join(p.stem + "s." + os.environ["OPERATOR_GROUP"] for p in sorted((HERE / "crds").iterdir()))
+        kubectl("delete", kinds, "--all", "-n", NAMESPACE, "--wait=false")
     kubectl("delete", "-f", str(HERE / "crds"), "--ignore-not-found", *os.environ.get("DELETE_ARGS", "").split())
 
 
@@ -83,13 +92,13 @@ def create(namespace, kind, name):
     kubectl("create", "-n", namespace, "-f", str(path))
 
 
-def test_parents_get_children(kopf_runner, namespace):
+def test_fleets_launch_ships(kopf_runner, namespace):
     for i in range(3):
-        create(namespace, "Parent", f"p{i}")
-    create(namespace, "Sidecar", "s0")
+        create(namespace, "Fleet", f"f{i}")
+    create(namespace, "Buoy", "b0")
     deadline = time.monotonic() + 60
     while True:
-        kinds = ",".join(f"{plural}.{os.environ['OPERATOR_GROUP']}" for plural in ("parents", "children", "sidecars"))
+        kinds = ",".join(f"{plural}.{os.environ['OPERATOR_GROUP']}" for plural in ("fleets", "ships", "buoys"))
         items = json.loads(kubectl("get", kinds, "-n", namespace, "-o", "json"))["items"]
         if len(items) == 7 and all(KOPF in (o["metadata"].get("finalizers") or []) for o in items):
             break
