@@ -277,13 +277,13 @@ def test_no_reachable_cluster_is_one_warning_line(pytester, installed, tmp_path,
 
 
 def test_under_xdist_the_controller_starts_freeing_once_every_test_ran():
-    from kubectl_unfinalize.pytest_plugin import Session
+    from kubectl_unfinalize.pytest_plugin import PluginSession
     from kubectl_unfinalize.pytest_plugin.settings import Settings
 
     config = SimpleNamespace(pluginmanager=SimpleNamespace(has_plugin=lambda name: name == "dsession"))
     config.option = SimpleNamespace(maxfail=0)
     config.getoption = lambda name, default=None: "load"
-    plugin = Session(config, Settings(mode="free"))
+    plugin = PluginSession(config, Settings(mode="free"))
     plugin.session, plugin.distributed = SimpleNamespace(testscollected=2), True  # as pytest_sessionstart finds them
     started = []
     plugin.teardown = SimpleNamespace(start=lambda: started.append(True))

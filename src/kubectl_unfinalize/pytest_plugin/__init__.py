@@ -42,10 +42,10 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read(config)
     if settings.mode is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
-    config.pluginmanager.register(Session(config, settings), NAME)
+    config.pluginmanager.register(PluginSession(config, settings), NAME)
 
 
-class Session:
+class PluginSession:
     """The plugin's state for one session, registered only when it has a mode."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
