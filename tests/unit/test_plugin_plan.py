@@ -4,7 +4,7 @@ deletions in scope, a built-in controller's finalizer only when named, one call 
 
 from __future__ import annotations
 
-from test_pytest_plugin import KOPF, group
+from test_plugin_modes import KOPF, group
 
 from kubectl_unfinalize.pytest_plugin.plan import plan
 from kubectl_unfinalize.pytest_plugin.settings import Narrowing
