@@ -55,7 +55,8 @@ scan commands: crd NAME --delete for a Terminating CRD's objects; crd NAME
 --only-terminating --finalizer F for the objects of a CRD that stays; TYPE NAME -n NS
 --finalizer F for other types; ns NAME --delete for a namespace, after kubectl delete
 apiservice NAME for an unavailable APIService; a built-in finalizer only ever with
---finalizer."""
+--finalizer. One finalizer across many CRDs is one command for them all: crd --group G
+or --category C where that selects exactly them, else their names."""
 
 
 def add_scan_flags(group: argparse._ArgumentGroup) -> None:

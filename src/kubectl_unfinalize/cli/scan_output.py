@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 
 from ..durations import ago, format_seconds
+from ..finalizers import CRD_CLEANUP
 from ..scanning.model import Group, ScanReport
 
 SHOWN_NAMESPACES = 3
@@ -31,17 +32,23 @@ def _namespaces(group: Group) -> str:
 
 def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
     """Groups under their finalizer, then Terminating CRDs and namespaces; each stuck
-    entry is followed by the commands that free it."""
+    entry is followed by the commands that free it, or, where the report has a fix for
+    them (one command for many CRDs), its finalizer's groups and the CRDs by it, once."""
     if not (report.groups or report.crds or report.namespaces):
         yield "nothing is stuck: no object is being deleted and held by finalizers"
         return
+    fixes = {fix.finalizer: fix.commands for fix in report.fixes}
     if report.groups:
         width = max(max(len(g.resource) for g in report.groups) + 2, 18)
         yield f"{'FINALIZER / RESOURCE':<{width + 2}} {'COUNT':>6}  {'OLDEST':<7} {'NAMESPACES':<28} VERDICT"
-        finalizer = None
+        finalizer, owed = None, None  # the fix of the finalizer under way, printed after its stuck groups
         for group in sorted(report.groups, key=lambda g: (g.finalizer, not g.stuck, g.resource)):
+            if group.finalizer != finalizer or not group.stuck:
+                yield from _fix(owed)
+                owed = None
             if group.finalizer != finalizer:
                 finalizer = group.finalizer
+                owed = fixes.get(finalizer)
                 yield f"{finalizer}  (owner: {group.owner.split('; ')[0]})"
             oldest = ago(group.oldest_seconds) if group.terminating else "-"
             yield (
@@ -58,8 +65,9 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
                         f" {manager.writes_after_deletion} written after deletion"
                     )
                 yield f"      objects: {', '.join(group.sample)}" + (" ..." if group.count > len(group.sample) else "")
-            for command in group.commands:
-                yield f"      free: {command}"
+            if not (group.stuck and group.finalizer in fixes):
+                yield from (f"      free: {command}" for command in group.commands)
+        yield from _fix(owed)
     if report.crds:
         yield ""
         width = max(len(c.name) for c in report.crds) + 2
@@ -68,8 +76,9 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
             conversion = crd.conversion + (f" ({crd.webhook})" if wide and crd.webhook else "")
             instances = str(crd.instances) if crd.instances >= 0 else "?"
             yield f"{crd.name:<{width}} {ago(crd.seconds):<6} {instances:>8}  {conversion:<11} {crd.verdict}"
-            for command in crd.commands:
-                yield f"      free: {command}"
+            if not (crd.stuck and CRD_CLEANUP in fixes):
+                yield from (f"      free: {command}" for command in crd.commands)
+        yield from _fix(fixes.get(CRD_CLEANUP))
     if report.namespaces:
         yield ""
         width = max(len(n.name) for n in report.namespaces) + 2
@@ -81,6 +90,11 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
                     yield f"      condition {condition}"
             for command in ns.commands:
                 yield f"      free: {command}"
+
+
+def _fix(commands: list[str] | None) -> Iterator[str]:
+    for command in commands or ():
+        yield f"    free: {command}"
 
 
 def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:

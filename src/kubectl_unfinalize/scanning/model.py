@@ -156,6 +156,21 @@ class TerminatingNamespace:
 
 
 @dataclass
+class Fix:
+    """The commands that free one finalizer's stuck groups, the ones of CRD-served types as
+    one command whatever their number (or that free every stuck Terminating CRD, under
+    the CRDs' own finalizer): what a person runs, where each group's own commands are
+    one per type."""
+
+    finalizer: str
+    resources: list[str]  # the stuck groups' resources (the CRDs' names for Terminating CRDs)
+    commands: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"finalizer": self.finalizer, "resources": list(self.resources), "commands": list(self.commands)}
+
+
+@dataclass
 class ScanReport:
     """Everything `scan` found. A CI gate fails on `stuck` and on `pending` (deleted
     moments ago and held, with no evidence either way yet: right after a teardown, that is
@@ -166,6 +181,7 @@ class ScanReport:
     groups: list[Group] = field(default_factory=list)
     crds: list[TerminatingCrd] = field(default_factory=list)
     namespaces: list[TerminatingNamespace] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)  # per finalizer: its stuck groups' commands, CRDs merged
     not_scanned: list[str] = field(default_factory=list)  # one line per type or group version
     types: int = 0  # resource types listed
     objects: int = 0  # objects seen in them
@@ -219,6 +235,7 @@ class ScanReport:
             "groups": [g.to_dict() for g in self.groups],
             "crds": [c.to_dict() for c in self.crds],
             "namespaces": [n.to_dict() for n in self.namespaces],
+            "fixes": [f.to_dict() for f in self.fixes],
         }
 
 

@@ -19,12 +19,12 @@ from typing import Any
 from .. import finalizers
 from ..durations import ago
 from ..errors import Forbidden, Unauthorized, UnfinalizeError
-from ..kube.discovery import Discovery
+from ..kube.discovery import Discovery, ServedType
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
 from . import evidence
-from .commands import crd_commands, group_commands
+from .commands import crd_commands, fixes, group_commands
 from .model import Group, Manager, ScanReport, State, TerminatingCrd
 from .namespaces import terminating_namespaces
 from .options import ScanOptions
@@ -48,11 +48,11 @@ class Listed:
     failure: str = ""
 
 
-def discover(cluster: ScanCluster) -> tuple[list[Resource], list[str]]:
+def discover(cluster: ScanCluster) -> tuple[list[ServedType], list[str]]:
     """Every listable type (namespaced and cluster-scoped) at its group's preferred
     version that serves it, and the group versions discovery marks unavailable."""
     served = Discovery.from_groups(cluster.api_discovery())
-    return [t.resource for t in served.preferred("list")], list(served.unavailable)
+    return served.preferred("list"), list(served.unavailable)
 
 
 def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> Listed:
@@ -101,7 +101,8 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     started = time.monotonic()
     now = clock()
     report = ScanReport(namespace=options.namespace, include_live=options.include_live, older_than=options.older_than)
-    resources, unavailable = discover(cluster)
+    types, unavailable = discover(cluster)
+    resources = [t.resource for t in types]
     report.not_scanned += [f"{gv}: unavailable in discovery; its objects were not scanned" for gv in unavailable]
     discovered = resources  # kopf's peering types are read whatever -n narrows the lists to
     if options.namespace:
@@ -142,6 +143,9 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
         report.crds = [context.crd(cluster, name, totals, report.groups) for name in sorted(crd_list.terminating)]
         report.crds = [c for c in report.crds if c.seconds >= options.older_than]
     unavailable_services = [state.name for state in states if state.service and not state.available]
+    categories = {t.resource.qualified: tuple(c.lower() for c in t.categories) for t in types}
+    every = {name: categories.get(name) for name in crd_list.names}
+    report.fixes = fixes(report.groups, report.crds, every, crd_list.terminating, options.namespace)
     report.namespaces = terminating_namespaces(
         cluster, options, now, report.groups, unavailable_services, report.not_scanned
     )
