@@ -114,6 +114,34 @@ def test_finalizer_blocks_deletion_and_no_new_finalizers_while_deleting(custom, 
     eventually("the object to disappear", lambda: widgets.gone("held"), timeout=30)
 
 
+def test_a_patch_answers_a_table_without_the_object_when_asked(api_client, custom, make_crd, namespace):
+    """The finalizer patches ask for a Table without the object (kube/cluster.py): the
+    answer is about a KiB, where the object's metadata here carries 100 KiB."""
+    from kubectl_unfinalize.kube.cluster import NO_OBJECT, PATCH_ANSWER
+
+    crd = make_crd()
+    body = widget(crd, "big", finalizers=[HOLD])
+    body["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "x" * (100 << 10)}
+    custom.create_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, body)
+    request = api_client.param_serialize(
+        "PATCH",
+        f"/apis/{crd.group}/{crd.version}/namespaces/{namespace}/{crd.plural}/big",
+        query_params=list(NO_OBJECT.items()),
+        header_params={"Accept": PATCH_ANSWER, "Content-Type": MERGE_PATCH},
+        body={"metadata": {"finalizers": None}},
+        auth_settings=["BearerToken"],
+    )
+    answer = api_client.call_api(*request)
+    data = answer.read()
+    assert answer.status == 200 and len(data) < 4096, len(data)
+    table = json.loads(data)
+    assert table["kind"] == "Table" and table["rows"][0].get("object") is None, table
+    assert table["metadata"]["resourceVersion"] == Widgets(custom, crd, namespace).get("big")["metadata"][
+        "resourceVersion"
+    ]
+    assert "finalizers" not in Widgets(custom, crd, namespace).get("big")["metadata"]
+
+
 @pytest.mark.core
 def test_crd_deletion_waits_for_instances_with_finalizers(custom, ext, make_crd, namespace, server_minor):
     crd = make_crd()

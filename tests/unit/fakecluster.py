@@ -402,7 +402,7 @@ class FakeBulk:
                 self.sink.requeue(item[0])
 
     def _one(self, job: BulkPatch, started: float) -> None:
-        name = job.path.rpartition("/")[2]
+        name = job.path.rpartition("/")[2].partition("?")[0]  # the object, without the query
         self.sent.append(name)
         try:
             answer = self.cluster.answer(name)
@@ -416,7 +416,7 @@ class FakeBulk:
                 self.sink.requeue(job.resend)  # sent, no answer: it may have been applied
                 return
             try:
-                applied = self.cluster.remove_all(job.path)
+                applied = self.cluster.remove_all(job.path.partition("?")[0])
             except Exception:  # noqa: BLE001 - a hook's failure: not a 2xx
                 applied = None
             if applied is None:  # answered 404 or another refusal

@@ -9,7 +9,7 @@ import pytest
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone, NotFound
-from kubectl_unfinalize.kube.cluster import HttpCluster
+from kubectl_unfinalize.kube.cluster import HttpCluster, remove_all
 from kubectl_unfinalize.kube.paging import ListQuery
 from kubectl_unfinalize.model import ObjectMeta, ObjectRef, Resource
 from kubectl_unfinalize.options import DryRun
@@ -25,9 +25,11 @@ class ScriptedTransport:
     def __init__(self, *answers):
         self.answers = list(answers)
         self.requests = []
+        self.accepts = []
 
     def request(self, method, path, *, query=None, body=None, deadline=None, **kwargs):
         self.requests.append((method, path, {k: v for k, v in (query or {}).items() if v}, body))
+        self.accepts.append(kwargs.get("accept"))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -96,7 +98,22 @@ def test_server_dry_run_puts_dry_run_in_the_delete_body_and_the_patch_query():
     cluster.delete(ref, DryRun.SERVER)
     cluster.patch_finalizers(ObjectMeta(ref, "u", "7", ("x",), False), None, DryRun.SERVER)
     assert t.requests[0][3]["dryRun"] == ["All"] and t.requests[0][2] == {"dryRun": "All"}
-    assert t.requests[1][2] == {"dryRun": "All"} and json.loads(t.requests[1][3]) == {"metadata": {"finalizers": None}}
+    assert t.requests[1][2] == {"dryRun": "All", "includeObject": "None"}
+    assert json.loads(t.requests[1][3]) == {"metadata": {"finalizers": None}}
+
+
+def test_patches_ask_for_their_answer_as_a_table_without_the_object():
+    """Nothing reads a patch's answer but its status: the object's metadata (a 100 KiB
+    annotation, big managedFields) is not downloaded again for each patch."""
+    ref = ObjectRef(WIDGETS, "a", "ns")
+    t = ScriptedTransport({}, {})
+    cluster = HttpCluster(t, Deadline(None))
+    cluster.patch_finalizers(ObjectMeta(ref, "u", "7", ("x",), False), None, DryRun.NONE)
+    cluster.merge_patch(ref, {"spec": {"conversion": {"strategy": "None"}}}, DryRun.NONE)
+    assert [r[2] for r in t.requests] == [{"includeObject": "None"}] * 2
+    assert all(a.startswith("application/json;as=Table;") for a in t.accepts), t.accepts
+    bulk = remove_all(ObjectMeta(ref, "u", "7", ("x",), False), lambda: None, lambda sent: None)
+    assert bulk.path == "/apis/example.com/v1/namespaces/ns/widgets/a?includeObject=None"
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,12 @@ from .transport import MERGE_PATCH, Transport
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
+# A patch's answer, which nothing reads but its status: a Table without the object, about a
+# KiB, where the object's metadata alone may be hundreds (a 100 KiB last-applied-configuration,
+# the managedFields of a big spec), downloaded, buffered and encoded once per object otherwise.
+# A server that cannot answer a Table answers JSON (the Accept header's second choice).
+PATCH_ANSWER = changes.TABLE
+NO_OBJECT = {"includeObject": "None"}
 
 
 class HttpCluster:
@@ -59,7 +65,7 @@ class HttpCluster:
             return None
         bulk = Bulk(
             transport.connections,
-            partial(transport.headers, METADATA_OBJECT, MERGE_PATCH),
+            partial(transport.headers, PATCH_ANSWER, MERGE_PATCH),
             partial(transport.timeout, self.deadline),
             transport.throttled,
             sink,
@@ -177,7 +183,7 @@ class HttpCluster:
             body = REMOVE_ALL
         else:
             body = {"metadata": {"resourceVersion": meta.resource_version, "finalizers": list(keep) or None}}
-        query = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
+        query = {**NO_OBJECT, "dryRun": "All"} if dry_run is DryRun.SERVER else NO_OBJECT
         ref = meta.ref
         self._request(
             "PATCH",
@@ -185,16 +191,16 @@ class HttpCluster:
             query=query,
             body=body,
             content_type=MERGE_PATCH,
-            accept=METADATA_OBJECT,
+            accept=PATCH_ANSWER,
             decode=False,
         )
 
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
         """A merge patch of fixed values (a CRD's spec.conversion): sent again after a
         dropped connection, it ends in the same state. NotFound when the object is gone."""
-        query = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
+        query = {**NO_OBJECT, "dryRun": "All"} if dry_run is DryRun.SERVER else NO_OBJECT
         path = ref.resource.path(ref.namespace, ref.name)
-        self._request("PATCH", path, query=query, body=body, content_type=MERGE_PATCH, accept=METADATA_OBJECT)
+        self._request("PATCH", path, query=query, body=body, content_type=MERGE_PATCH, accept=PATCH_ANSWER)
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         """SelfSubjectAccessReview; True when the review itself cannot be made, since the
@@ -217,4 +223,4 @@ class HttpCluster:
 def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[bool], object]) -> BulkPatch:
     """The patch that removes every finalizer of `meta`, for Cluster.bulk()."""
     ref = meta.ref
-    return BulkPatch(ref.resource.path(ref.namespace, ref.name), REMOVE_ALL, done, fallback)
+    return BulkPatch(ref.resource.path(ref.namespace, ref.name) + "?includeObject=None", REMOVE_ALL, done, fallback)
