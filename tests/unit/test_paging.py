@@ -13,7 +13,7 @@ from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone
 from kubectl_unfinalize.kube.changes import written_since
 from kubectl_unfinalize.kube.cluster import HttpCluster
-from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES, Listed, ListQuery, PageBudget
+from kubectl_unfinalize.kube.paging import APPLIED_METADATA, FIRST_LIMIT, PAGE_BYTES, Listed, ListQuery, PageBudget
 from kubectl_unfinalize.model import Action, Resource
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
@@ -228,3 +228,9 @@ def test_the_wait_for_deleted_crds_reads_the_events_as_they_come_or_a_body_that_
         return parse(b'{"type":"ERROR","object":{"code":410}}\n')
 
     assert all_deleted(expired, CRD_RESOURCE, {"a"}, "5", 1) is None
+
+
+def test_the_first_page_of_objects_as_kubectl_apply_leaves_them_fits_the_budget():
+    """Before the objects' size is known: a 100 KiB configuration applied by kubectl is
+    180 KiB of metadata per object (annotation and managedFields)."""
+    assert FIRST_LIMIT * APPLIED_METADATA <= PAGE_BYTES
