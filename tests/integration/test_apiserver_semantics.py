@@ -136,9 +136,10 @@ def test_a_patch_answers_a_table_without_the_object_when_asked(api_client, custo
     assert answer.status == 200 and len(data) < 4096, len(data)
     table = json.loads(data)
     assert table["kind"] == "Table" and table["rows"][0].get("object") is None, table
-    assert table["metadata"]["resourceVersion"] == Widgets(custom, crd, namespace).get("big")["metadata"][
-        "resourceVersion"
-    ]
+    assert (
+        table["metadata"]["resourceVersion"]
+        == Widgets(custom, crd, namespace).get("big")["metadata"]["resourceVersion"]
+    )
     assert "finalizers" not in Widgets(custom, crd, namespace).get("big")["metadata"]
 
 

@@ -4,6 +4,7 @@ log counts them), be reported unfinalized, and progress must never pass its tota
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -72,6 +73,7 @@ def test_one_patch_per_object_whatever_its_size(
 
 BIG = 100 * 1024
 MANY_BIG = 360  # 36 MB of annotations: more than the final check would read again (diagnose.WATCH_OVER)
+SPACES = 4
 
 
 def _reads(audit, plural: str) -> list[tuple[str, dict[str, list[str]], str]]:
@@ -88,54 +90,84 @@ def _reads(audit, plural: str) -> list[tuple[str, dict[str, list[str]], str]]:
     ]
 
 
-def test_big_objects_are_listed_a_few_mb_a_page_and_the_final_check_watches_instead_of_listing_again(
+def _last_applied(crd, namespace: str, name: str) -> str:
+    """A kubectl last-applied-configuration of BIG bytes, unique to the object: a JSON
+    document, so every quote is escaped once more on the wire."""
+    import secrets
+
+    settings, size = {}, 0
+    while size < BIG:
+        value = {"value": secrets.token_hex(12), "enabled": True, "note": f"knob {len(settings)} of {name}"}
+        settings[f"setting-{len(settings):04d}"] = value
+        size += len(json.dumps(value)) + 20
+    config = {"apiVersion": f"{crd.group}/{crd.version}", "kind": crd.kind}
+    config["metadata"] = {"name": name, "namespace": namespace}
+    config["spec"] = {"settings": settings}
+    return json.dumps(config, separators=(",", ":"))
+
+
+def test_big_objects_are_listed_a_few_mb_a_page_and_the_final_check_reads_only_versions_again(
     api_client, make_crd, namespace, kubeconfig, audit
 ):
-    """100 KiB annotations: each list page asks for at most a few MB of objects, and the
-    final check does not list them all again; a finalizer a controller puts back after the
+    """Objects as `kubectl apply` leaves them (a unique 100 KiB last-applied-configuration)
+    in several namespaces: each list page asks for at most a few MB of objects, and after
+    the last patch nothing is listed again: the final check reads each namespace's names
+    and versions (a watch that sends them first, as a Table without objects), whatever
+    watch history the server still holds; a finalizer a controller puts back after the
     patch is still reported."""
     import secrets
     import threading
     import time
 
     from controlplane.controlplane import READS_GROUP
+    from kubernetes.client import CoreV1Api
 
     from kubectl_unfinalize.kube.paging import FIRST_LIMIT, PAGE_BYTES
 
+    core = CoreV1Api(api_client)
+    spaces = [namespace] + [f"{namespace}-{i}" for i in range(1, SPACES)]
+    for extra in spaces[1:]:
+        core.create_namespace({"metadata": {"name": extra, "labels": {"unfinalize.test/fixture": "namespace"}}})
     crd = make_crd(kind=f"Big{secrets.token_hex(3)}", group=READS_GROUP)
     custom = CustomObjectsApi(api_client)
-    annotation = "x" * BIG
 
     def one(i: int) -> None:
+        where, name = spaces[i % SPACES], f"big{i}"
+        annotations = {"kubectl.kubernetes.io/last-applied-configuration": _last_applied(crd, where, name)}
         body = {
             "apiVersion": f"{crd.group}/{crd.version}",
             "kind": crd.kind,
-            "metadata": {"name": f"big{i}", "finalizers": [HOLD], "annotations": {"example.test/state": annotation}},
+            "metadata": {"name": name, "finalizers": [HOLD], "annotations": annotations},
         }
-        custom.create_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, body)
+        custom.create_namespaced_custom_object(crd.group, crd.version, where, crd.plural, body)
 
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(one, range(MANY_BIG)))
-    stop = threading.Event()
-
-    def controller() -> None:
-        """Puts the finalizer back on big7 once, after the run freed it."""
-        while not stop.is_set():
-            obj = custom.get_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, "big7")
-            if not obj["metadata"].get("finalizers"):
-                patch = {"metadata": {"finalizers": [HOLD]}}
-                custom.patch_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, "big7", patch)
-                return
-            time.sleep(0.05)
-
-    audit.mark()
-    thread = threading.Thread(target=controller, daemon=True)
-    thread.start()
     try:
-        report = unfinalize(crds=[crd.name], timeout=120, kubeconfig=kubeconfig)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, range(MANY_BIG)))
+        stop = threading.Event()
+
+        def controller() -> None:
+            """Puts the finalizer back on big7 once, after the run freed it."""
+            where = spaces[7 % SPACES]
+            while not stop.is_set():
+                obj = custom.get_namespaced_custom_object(crd.group, crd.version, where, crd.plural, "big7")
+                if not obj["metadata"].get("finalizers"):
+                    patch = {"metadata": {"finalizers": [HOLD]}}
+                    custom.patch_namespaced_custom_object(crd.group, crd.version, where, crd.plural, "big7", patch)
+                    return
+                time.sleep(0.05)
+
+        audit.mark()
+        thread = threading.Thread(target=controller, daemon=True)
+        thread.start()
+        try:
+            report = unfinalize(crds=[crd.name], timeout=120, kubeconfig=kubeconfig)
+        finally:
+            stop.set()
+            thread.join(10)
     finally:
-        stop.set()
-        thread.join(10)
+        for extra in spaces[1:]:
+            core.delete_namespace(extra)
     back = [o for o in report.outcomes if o.action is Action.REFINALIZED]
     assert [o.name for o in back] == ["big7"], [o.to_dict() for o in report.outcomes if o.action.is_failure]
     assert report.count(Action.UNFINALIZED) == MANY_BIG and report.failures == 1
@@ -154,4 +186,5 @@ def test_big_objects_are_listed_a_few_mb_a_page_and_the_final_check_watches_inst
     listed_again = [q for q, at in lists if at > first_patch and "continue" not in q]
     assert not listed_again, listed_again  # no second full list after the patches
     watches = [q for verb, q, at in reads if verb == "watch"]
-    assert len(watches) == 1 and watches[0]["includeObject"] == ["None"], watches
+    assert len(watches) == SPACES, watches  # one per namespace: names and versions, no objects
+    assert all(w["sendInitialEvents"] == ["true"] and w["includeObject"] == ["None"] for w in watches), watches

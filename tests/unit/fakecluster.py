@@ -96,6 +96,8 @@ class FakeCluster:
         self.listings: dict[Resource, Listed] = {}
         self.writes: list[ObjectRef] = []
         self.expired = False  # a watch finds its history gone (410)
+        self.watch_list = False  # versions() answers (a server with WatchList), else None
+        self.patched_at: dict[ObjectRef, int] = {}  # the resourceVersion each bulk patch left
 
     def write(self, name: str, finalizers: list[str], resource: Resource = WIDGETS) -> None:
         """Another writer (a controller) sets the finalizers of `name`: a write the watch sees."""
@@ -209,6 +211,7 @@ class FakeCluster:
                 return None
             stored.finalizers = []
             stored.rv += 1
+            self.patched_at[ref] = stored.rv
             self.writes.append(ref)
             self._settle()
         return ref
@@ -252,6 +255,23 @@ class FakeCluster:
         return Counter(
             r.name for r in self.writes[int(since) :] if r.resource == resource and r.namespace == query.namespace
         )
+
+    def versions(
+        self, resource: Resource, query: ListQuery, seconds: int, on_row: Callable[[str, str], None]
+    ) -> bool | None:
+        """Each object's name and version now (`rv` here), when `watch_list`."""
+        self._call("versions", ObjectRef(resource, resource.plural, query.namespace or None))
+        if not self.watch_list:
+            return None
+        with self.lock:
+            rows = [
+                (ref.name, str(stored.rv))
+                for ref, stored in self.objects.items()
+                if ref.resource == resource and (query.namespace is None or ref.namespace == query.namespace)
+            ]
+        for name, version in rows:
+            on_row(name, version)
+        return True
 
     def discover(self, api_version: str) -> list[dict[str, Any]] | None:
         raise NotImplementedError
@@ -312,7 +332,7 @@ class FakeCluster:
             self._settle()
             return Deleted(stored.uid, stored.meta(ref) if ref in self.objects else None)
 
-    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None:
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         assert dry_run is not DryRun.CLIENT, "a client dry run must not send a PATCH"
         self._call("patch", meta.ref)
         stored = self.objects.get(meta.ref)
@@ -321,12 +341,13 @@ class FakeCluster:
         if keep is not None and str(stored.rv) != meta.resource_version:
             raise Conflict(409, "Conflict", "the object has been modified")
         if dry_run is DryRun.SERVER:
-            return
+            return ""
         with self.lock:
             stored.finalizers = list(keep or [])
             stored.rv += 1
             self.writes.append(meta.ref)
             self._settle()
+            return str(stored.rv)
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         self.calls.append(("review", f"{verb} {resource.plural}"))
@@ -428,8 +449,9 @@ class FakeBulk:
         except BaseException:
             self.sink.requeue(job)  # not lost to a bug here
             raise
+        version = self.cluster.patched_at.get(applied, 0)
         try:
-            job.done()
+            job.done(b'{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"%d"}}' % version)
         finally:
             self.sink.finished(started)
 

@@ -25,7 +25,7 @@ def patch(path: str, done: list[str] | None = None) -> BulkPatch:
     return BulkPatch(
         path,
         b"{}",
-        (lambda: done.append(path)) if done is not None else (lambda: None),
+        (lambda answer: done.append(path)) if done is not None else (lambda answer: None),
         lambda sent: f"{'resent' if sent else 'fallback'} {path}",
     )
 

@@ -26,6 +26,7 @@ CONDITIONS = ("Terminating", "NamesAccepted", "Established")
 WATCH_OVER = 32 << 20  # a list that read more bytes than this is watched, not read again, by the final check,
 WATCH_OBJECT = 4 << 10  # when its objects are this big: a small one's metadata costs about what its watch event does
 WATCH_EVENTS_PER_SECOND = 20000  # the watch of a place lasts a second more per this many objects freed there
+VERSIONS_SECONDS = 30  # the most a read of a place's versions may take (it ends as soon as they all came)
 
 
 def explain(exc: UnfinalizeError, verb: str, resource: Resource) -> str:
@@ -56,14 +57,15 @@ def final_check(
     book: OutcomeBook,
     lists: Sequence[tuple[Resource, str | None]],
     objects: list[ObjectRef],
-    live: set[str],
+    live: Mapping[str, tuple[ObjectRef, str]],
     first_freed: float | None,
     pool: Mapper,
     live_in: Mapping[tuple[Resource, str | None], int] | None = None,
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
-    being deleted. `live` holds the uids of the freed objects that had no
-    deletionTimestamp: the others are gone, so when it is empty there is nothing to wait for.
+    being deleted. `live` holds the freed objects that had no deletionTimestamp (uid ->
+    the object and the resourceVersion this run's patch left it at, "" when its answer
+    did not say): the others are gone, so when it is empty there is nothing to wait for.
     `lists` are the (type, namespace) pairs where they were (None: every namespace), and
     `live_in` how many of them each holds; they are read again sixteen at a time (or
     watched, all at once) on the engine's threads, whose connections are open: on a far cluster each list
@@ -73,6 +75,13 @@ def final_check(
     that is running puts finalizers back on every object it sees freed, so once the
     earliest one had `settle` seconds, reading them all again shows it; a long run
     therefore re-reads at once, and only a short one waits for the rest of `settle`.
+
+    Where the version each patch left is known for every object freed in a place, the
+    place's objects are read as names and versions only (changes.versions: a watch that
+    sends the current objects, as a Table without them): an object whose version is
+    still this run's was not written since, and only the others are read again (a GET
+    each). That needs no watch history, which a long run or a busy server outlasts.
+    Otherwise, or where the server cannot (no WatchList):
 
     Reading them all again would download every object's metadata a second time (each
     annotation of 100 KiB again), so where the run's list read more than WATCH_OVER bytes
@@ -91,8 +100,33 @@ def final_check(
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
     query = replace(_query(options), finalized_only=True)  # what has none cannot have them back
-    watched, listed = _watchable(cluster, options, lists)
     rest = max(0.0, options.settle - waited)
+    ours = _versions(live, lists)
+    again: list[ObjectRef] = []
+    unread = [place for place in lists if place not in ours]
+    if ours:
+        time.sleep(rest)
+        rest = 0.0
+
+        def read_versions(place: tuple[Resource, str | None]) -> list[ObjectRef] | None:
+            """The objects freed in the place that were written since (or are gone)."""
+            expected = ours[place]
+            resource, namespace = place
+            seconds = VERSIONS_SECONDS + len(expected) // WATCH_EVENTS_PER_SECOND
+
+            def seen(name: str, version: str) -> None:
+                expected.pop((name, version), None)
+
+            if cluster.versions(resource, replace(query, namespace=namespace), seconds, seen) is None:
+                return None
+            return list(expected.values())
+
+        for where, changed in zip(list(ours), pool.map(read_versions, list(ours)), strict=True):
+            if changed is None:
+                unread.append(where)
+            else:
+                again += changed
+    watched, listed = _watchable(cluster, options, unread)
     if not watched:
         time.sleep(rest)
 
@@ -122,7 +156,6 @@ def final_check(
         for page in cluster.list_meta(resource, replace(query, namespace=namespace)):  # a page at a time
             check(page)
 
-    again: list[ObjectRef] = []
     for place, found in zip(watched, pool.map(watch, watched), strict=True):
         if found is None:
             listed.append(place[:2])
@@ -132,6 +165,31 @@ def final_check(
     for start in range(0, len(listed), max(1, at_once)):
         list(pool.map(list_again, listed[start : start + at_once]))
     check(pool.map(cluster.get_meta, [*again, *objects]))
+
+
+def _versions(
+    live: Mapping[str, tuple[ObjectRef, str]], places: Sequence[tuple[Resource, str | None]]
+) -> dict[tuple[Resource, str | None], dict[tuple[str, str], ObjectRef]]:
+    """Per place whose every freed object's version is known: (name, version) -> object.
+    A place of every namespace matches a name with any of its namespaces' objects: a
+    version names one write, so one object."""
+    by_place: dict[tuple[Resource, str | None], dict[tuple[str, str], ObjectRef]] = {}
+    unknown: set[tuple[Resource, str | None]] = set()
+    for ref, version in live.values():
+        key = (ref.resource, ref.namespace)
+        if not version:
+            unknown.add(key)
+        by_place.setdefault(key, {})[(ref.name, version)] = ref
+    found: dict[tuple[Resource, str | None], dict[tuple[str, str], ObjectRef]] = {}
+    for resource, namespace in places:
+        keys = [
+            key
+            for key in by_place
+            if key[0] == resource and (key[1] == namespace or namespace is None or not resource.namespaced)
+        ]
+        if keys and not any(key in unknown for key in keys):
+            found[(resource, namespace)] = {k: v for key in keys for k, v in by_place[key].items()}
+    return found
 
 
 def _small(cluster: Cluster, options: Options, places: Sequence[tuple[Resource, str | None]]) -> bool:

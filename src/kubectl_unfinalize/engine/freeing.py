@@ -38,7 +38,9 @@ class Freer:
         self.book = book
         self.deadline = deadline
         self.seen: set[str] = set()  # uids listed or read: the report's "scanned"
-        self.live: set[str] = set()  # uids freed while not terminating: may come back
+        # Freed while not terminating (their finalizers may come back): uid -> the object and
+        # the resourceVersion this run's patch left it at ("" unknown), as the final check reads them.
+        self.live: dict[str, tuple[ObjectRef, str]] = {}
         self.live_places: Counter[tuple[Resource, str | None]] = Counter()  # how many in each (type, namespace)
         self.first_live: float | None = None  # when the first of them was freed
         self.lock = threading.Lock()
@@ -74,7 +76,7 @@ class Freer:
             return job  # not sent: the job says why
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
-        done = partial(self.freed, meta, list(meta.finalizers))
+        done = partial(self._freed_in_bulk, meta)
         return remove_all(meta, done if then is None else partial(_both, done, then), job)
 
     def free_known(self, meta: ObjectMeta) -> bool:
@@ -99,7 +101,7 @@ class Freer:
             keep = kept if options.finalizers or kept else None
             if options.dry_run is not DryRun.CLIENT:
                 try:
-                    self.cluster.patch_finalizers(meta, keep, options.dry_run)
+                    version = self.cluster.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
                     if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
                         return self.freed(meta, removed, "gone right after the patch", obj)
@@ -116,18 +118,31 @@ class Freer:
                         return self.freed(meta, removed, obj=obj) if exc.ambiguous else True
                     meta, removed = fresh, now
                     continue
-            return self.freed(meta, removed, obj=obj)
+            else:
+                version = ""
+            return self.freed(meta, removed, obj=obj, version=version)
         self.book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
         return False
 
-    def freed(self, meta: ObjectMeta, removed: list[str], message: str = "", obj: dict[str, Any] | None = None) -> bool:
+    def _freed_in_bulk(self, meta: ObjectMeta, version: str) -> bool:
+        return self.freed(meta, list(meta.finalizers), version=version)
+
+    def freed(
+        self,
+        meta: ObjectMeta,
+        removed: list[str],
+        message: str = "",
+        obj: dict[str, Any] | None = None,
+        version: str = "",
+    ) -> bool:
+        """`version`: the resourceVersion the patch left the object at, when the answer said."""
         if not meta.terminating and not self.options.delete:
             if self.first_live is None:
                 self.first_live = time.monotonic()
             with self.lock:  # from the workers and the bulk sender at once: a count must not be lost
                 if meta.uid not in self.live:
-                    self.live.add(meta.uid)
                     self.live_places[(meta.ref.resource, meta.ref.namespace)] += 1
+                self.live[meta.uid] = (meta.ref, version)
         self.book.of(meta, Action.UNFINALIZED, removed, message, finalizers.leaks(removed, obj, meta.external_name))
         return True
 
@@ -172,8 +187,8 @@ class Freer:
         return True
 
 
-def _both(first: Callable[[], object], then: Callable[[], object]) -> None:
+def _both(first: Callable[[str], object], then: Callable[[], object], version: str) -> None:
     try:
-        first()
+        first(version)
     finally:
         then()

@@ -5,6 +5,7 @@ gone", 410 on a list continues or restarts it)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -32,6 +33,17 @@ REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
 # A server that cannot answer a Table answers JSON (the Accept header's second choice).
 PATCH_ANSWER = changes.TABLE
 NO_OBJECT = {"includeObject": "None"}
+# Its head, as the API server writes a Table: the object's resourceVersion after the patch.
+_TABLE_VERSION = re.compile(
+    rb'\{"kind":"Table","apiVersion":"meta\.k8s\.io/v1","metadata":\{"resourceVersion":"([^"]+)"'
+)
+
+
+def answer_version(data: bytes) -> str:
+    """The resourceVersion a patch left the object at, from its answer (PATCH_ANSWER); ""
+    when the answer is not such a Table (a server that answered JSON)."""
+    found = _TABLE_VERSION.match(data) if data else None
+    return found.group(1).decode("ascii", "replace") if found else ""
 
 
 class HttpCluster:
@@ -119,6 +131,14 @@ class HttpCluster:
             return None
         return changes.written_since(self._request, resource, query, since, seconds)
 
+    def versions(
+        self, resource: Resource, query: ListQuery, seconds: int, on_row: Callable[[str, str], None]
+    ) -> bool | None:
+        """None too when the deadline, or --request-timeout, ends before the watch could."""
+        if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
+            return None
+        return changes.versions(self._request, resource, query, seconds, on_row)
+
     def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
         """None too when the deadline, or --request-timeout, ends before the watch would;
         and for a failed request (the caller then polls, which reports what fails)."""
@@ -174,10 +194,11 @@ class HttpCluster:
         still_there = meta.terminating and bool(meta.finalizers)
         return Deleted(meta.uid, meta if still_there else None, meta.resource_version)
 
-    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None:
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         """keep=None removes every finalizer with a merge patch, which is idempotent. Keeping
         some is a conditional write (resourceVersion precondition): the caller re-reads on
-        Conflict so another writer's new finalizer is never dropped."""
+        Conflict so another writer's new finalizer is never dropped. Returns the
+        resourceVersion the patch left ("" when the answer does not say)."""
         body: dict[str, Any] | bytes
         if keep is None:
             body = REMOVE_ALL
@@ -185,15 +206,16 @@ class HttpCluster:
             body = {"metadata": {"resourceVersion": meta.resource_version, "finalizers": list(keep) or None}}
         query = {**NO_OBJECT, "dryRun": "All"} if dry_run is DryRun.SERVER else NO_OBJECT
         ref = meta.ref
-        self._request(
+        version = self._request(
             "PATCH",
             ref.resource.path(ref.namespace, ref.name),
             query=query,
             body=body,
             content_type=MERGE_PATCH,
             accept=PATCH_ANSWER,
-            decode=False,
+            parse=answer_version,
         )
+        return str(version or "")
 
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
         """A merge patch of fixed values (a CRD's spec.conversion): sent again after a
@@ -220,7 +242,9 @@ class HttpCluster:
         return reviews.whoami(self._request)
 
 
-def remove_all(meta: ObjectMeta, done: Callable[[], object], fallback: Callable[[bool], object]) -> BulkPatch:
-    """The patch that removes every finalizer of `meta`, for Cluster.bulk()."""
+def remove_all(meta: ObjectMeta, done: Callable[[str], object], fallback: Callable[[bool], object]) -> BulkPatch:
+    """The patch that removes every finalizer of `meta`, for Cluster.bulk(); `done` is told
+    the resourceVersion the patch left ("" when the answer does not say)."""
     ref = meta.ref
-    return BulkPatch(ref.resource.path(ref.namespace, ref.name) + "?includeObject=None", REMOVE_ALL, done, fallback)
+    path = ref.resource.path(ref.namespace, ref.name) + "?includeObject=None"
+    return BulkPatch(path, REMOVE_ALL, lambda answer: done(answer_version(answer)), fallback)

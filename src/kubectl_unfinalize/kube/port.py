@@ -56,6 +56,13 @@ class Cluster(Protocol):
         """Writes per object name since `since`, by a watch that lasts `seconds` (changes.py)."""
         ...
 
+    def versions(
+        self, resource: Resource, query: ListQuery, seconds: int, on_row: Callable[[str, str], None]
+    ) -> bool | None:
+        """Each object's name and resourceVersion now, told to `on_row` (changes.versions);
+        None when the server cannot say (then the objects are read instead)."""
+        ...
+
     def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
         """Whether each of `names` is deleted within `seconds`, watched from `since`
         (changes.all_deleted); None when a watch cannot tell."""
@@ -71,7 +78,9 @@ class Cluster(Protocol):
 
     def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None: ...
 
-    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> None: ...
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
+        """The resourceVersion the patch left the object at ("" when the server did not say)."""
+        ...
 
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None: ...
 

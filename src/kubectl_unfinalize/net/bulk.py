@@ -43,7 +43,7 @@ class BulkPatch:
 
     path: str
     body: bytes
-    done: Callable[[], object]  # the answer was 2xx: record the outcome
+    done: Callable[[bytes], object]  # the answer was 2xx (its body): record the outcome
     fallback: Callable[[bool], object]  # the whole job, with retries and diagnosis; True: this patch may have applied
 
     def __call__(self) -> object:
@@ -272,7 +272,7 @@ class Bulk:
             self._sink.requeue(job)  # answered: not applied, the workers send it afresh
             return
         try:
-            job.done()
+            job.done(answer.data)
         finally:
             self._sink.finished(conn.started)
 
