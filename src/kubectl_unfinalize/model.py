@@ -280,3 +280,6 @@ class Progress:
     phase: str
     done: int
     total: int
+    crds: int = 0  # CRDs this run deletes (--delete): a provider's hundreds take longer than their objects
+    deleted: int = 0  # of them, deleted so far
+    gone: int = 0  # of them, gone (the API server's cleanup is done)

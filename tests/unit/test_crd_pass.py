@@ -187,3 +187,17 @@ def test_a_deleted_crd_is_listed_again_once_its_cleanup_has_been_under_way_a_whi
     never_seen = crd_pass.CrdState(crd, uid="u2", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
     assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER)
     assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER + crd_pass.RELIST_AFTER), "never seen: again"
+
+
+def test_the_progress_counts_the_crds_deleted_and_gone_not_only_the_objects():
+    """A provider's hundreds of CRDs take longer than their objects: the progress says so."""
+    crds = kinds(6)
+    cluster = cluster_with(crds, 2)
+    progress = []
+    report = run_engine(cluster, Targets(crds=crds), delete=True, progress=progress.append)
+    assert report.ok, report.failed
+    last = progress[-1]
+    assert (last.done, last.total, last.crds, last.deleted, last.gone) == (12, 12, 6, 6, 6), last
+    assert all(p.gone <= p.deleted <= p.crds == 6 for p in progress), progress
+    assert run_engine(cluster_with(crds, 1), Targets(crds=crds), progress=progress.append).ok
+    assert progress[-1].crds == 0  # without --delete no CRD is deleted: the line counts objects only

@@ -43,6 +43,13 @@ def test_progress_in_ci_logs_has_no_control_characters():
     assert "\r" not in stream.getvalue() and "\033" not in stream.getvalue()
 
 
+def test_progress_counts_the_crds_a_run_deletes_and_those_gone():
+    stream = io.StringIO()
+    display = ProgressDisplay(stream, live=False, interval=0)
+    display.update(Progress("unfinalize", 900, 900, crds=300, deleted=300, gone=120))
+    assert stream.getvalue().rstrip().endswith("; CRDs 300/300 deleted, 120 gone"), stream.getvalue()
+
+
 def test_progress_on_a_terminal_rewrites_one_line():
     stream = io.StringIO()
     display = ProgressDisplay(stream, live=True, interval=0)

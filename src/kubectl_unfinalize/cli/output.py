@@ -120,6 +120,8 @@ class ProgressDisplay:
         self._last = now
         rate = progress.done / max(now - self.started, 1e-6)
         text = f"{progress.phase}: {progress.done}/{progress.total} objects ({rate:.0f}/s)"
+        if progress.crds:
+            text += f"; CRDs {progress.deleted}/{progress.crds} deleted, {progress.gone} gone"
         if self.live:
             self.stream.write("\r\033[K" + text)
             self._shown = True

@@ -118,6 +118,7 @@ class Engine:
         cluster.pace(self.pacing.refused, self.workers.parked)
         self._on_progress = on_progress or (lambda _: None)
         self._done = self._total = 0
+        self._crds: list[CrdState] = []  # every CRD of the run, for the progress of their deletion
 
     def run(self, targets: Targets, skipped: Iterable[str] = ()) -> Report:
         started = time.monotonic()
@@ -127,6 +128,7 @@ class Engine:
             [ObjectState(r) for r in targets.objects],
             [NamespaceState(n) for n in targets.namespaces],
         )
+        self._crds = pending.crds if self.options.delete else []
         pool = _Pool(self.options.concurrency)
         self.cluster.hand_over()  # the first list takes this thread's connection: no new handshake
         try:
@@ -163,6 +165,7 @@ class Engine:
             if not waiting:
                 break
             pending = self._still_there(pending)
+            self._progress(pending.crds)
             if not pending:
                 return
             if self.deadline.expired():
@@ -229,9 +232,9 @@ class Engine:
                 break
             self._total += 1
             self.workers.submit(job)
-            self._on_progress(Progress("unfinalize", self._done, self._total))
+            self._progress(pending.crds)
         self.workers.drain()
-        self._on_progress(Progress("unfinalize", self._done, self._total))
+        self._progress(pending.crds)
         if self.deadline.expired():
             return False
         for crd in listing:
@@ -254,6 +257,15 @@ class Engine:
 
     def _in_flight(self) -> int:
         return self.workers.in_flight_now()
+
+    def _progress(self, there: list[CrdState]) -> None:
+        """Objects done of those found; with --delete, the CRDs deleted and gone too (`there`:
+        the CRDs not known to be gone yet). A provider's hundreds of CRDs take longer than
+        their objects: the line would otherwise stand still while the API server cleans up."""
+        deleted = [c for c in self._crds if c.uid is not None]
+        waiting = sum(1 for c in there if c.uid)
+        gone = len(deleted) - waiting if self._crds else 0
+        self._on_progress(Progress("unfinalize", self._done, self._total, len(self._crds), len(deleted), gone))
 
     def _job_done(self, latency: float, counted: bool) -> None:
         """On a worker, after each job (the preflight's, CRD deletes' and final lists'
