@@ -97,6 +97,7 @@ class FakeCluster:
         self.writes: list[ObjectRef] = []
         self.expired = False  # a watch finds its history gone (410)
         self.watch_list = False  # versions() answers (a server with WatchList), else None
+        self.cleanup_paused = False  # deleted CRDs stay, their instances untouched
         self.patched_at: dict[ObjectRef, int] = {}  # the resourceVersion each bulk patch left
 
     def write(self, name: str, finalizers: list[str], resource: Resource = WIDGETS) -> None:
@@ -154,6 +155,8 @@ class FakeCluster:
             if ref not in self.objects:  # went with its CRD or namespace, earlier in this loop
                 continue
             if ref.resource == CRD_RESOURCE and stored.terminating:
+                if self.cleanup_paused:  # the API server's cleanup has not reached the deleted CRDs
+                    continue
                 instances = [r for r in self.objects if r.resource == self.crds.get(ref.name)]
                 for r in instances:
                     self.objects[r].terminating = True

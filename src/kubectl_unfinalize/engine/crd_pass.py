@@ -44,9 +44,10 @@ import time
 from collections.abc import Callable, Generator
 from functools import partial
 
+from ..durations import ago
 from ..errors import UnfinalizeError
 from ..kube.paging import ListQuery
-from ..model import CRD_RESOURCE, Action, ObjectMeta, crd_ref
+from ..model import CRD, CRD_RESOURCE, STILL_BLOCKING, Action, ObjectMeta, crd_ref
 from . import crd_sweep
 from .crd_sweep import CrdState
 from .freeing import Freer
@@ -219,3 +220,29 @@ def _read(freer: Freer, states: list[CrdState]) -> dict[str, ObjectMeta]:
         return {m.ref.name: m for m in metas if m is not None}
     query = ListQuery(limit=freer.options.chunk_size)
     return {meta.ref.name: meta for page in freer.cluster.list_meta(CRD_RESOURCE, query) for meta in page}
+
+
+def left_at_deadline(freer: Freer, states: list[CrdState], why: str) -> list[CRD]:
+    """What the deadline left of the CRDs, said from what the run knows: one not deleted
+    (--delete: some of its objects could not be freed), one deleted with every instance
+    freed, which only the API server's cleanup keeps (a provider's hundreds queue there,
+    and reading each one again would only say so, or run out of time). The CRDs whose
+    blocking only a read can tell are returned."""
+    unknown = []
+    now = time.monotonic()
+    for state in states:
+        if freer.options.delete and state.uid is None:
+            message = f"{why}: not deleted"
+            if state.blocked:
+                message += f", because {state.blocked} of its objects could not be freed"
+        elif state.uid and not state.blocked and state.listed:
+            cleanup = f"at work for {ago(now - state.began)}" if state.began is not None else "not at it yet"
+            message = (
+                f"{why}: deleted {ago(now - state.deleted_at)} ago with every instance freed;"
+                f" the API server's cleanup is {cleanup} (it removes deleted CRDs a few at a time)"
+            )
+        else:
+            unknown.append(state.crd)
+            continue
+        freer.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
+    return unknown

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from .. import finalizers
-from ..errors import ApiError, Forbidden, Invalid, UnfinalizeError
+from ..errors import ApiError, DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..model import CRD, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
@@ -234,6 +234,8 @@ def blocking(
     for crd in crds:
         try:
             _crd_blocking(cluster, options, book, crd, why)
+        except DeadlineExceeded:  # the grace is spent: the CRD is named, what blocks it is not read
+            book.add(crd_ref(crd.name), Action.BLOCKING, message=f"{why}: not read again", aspect=STILL_BLOCKING)
         except UnfinalizeError as exc:
             book.add(
                 crd_ref(crd.name),

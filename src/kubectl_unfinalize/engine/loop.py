@@ -322,15 +322,5 @@ class Engine:
                     message = f"{why}: {finalizers.blocker(meta.finalizers) or f'finalizers {list(meta.finalizers)}'}"
                     self.book.of(meta, Action.BLOCKING, meta.finalizers, message)
         crds = [c for c in pending.crds if not c.refused]  # a lasting refusal is its CRD's one failure already
-        undeleted = [c for c in crds if self.options.delete and c.uid is None]
-        for state in undeleted:
-            self.book.add(
-                crd_ref(state.crd.name),
-                Action.BLOCKING,
-                message=f"{why}: not deleted, because {state.blocked} of its objects could not be freed"
-                if state.blocked
-                else f"{why}: not deleted",
-                aspect=STILL_BLOCKING,
-            )
-        kept = [c.crd for c in crds if c not in undeleted]
-        diagnose.blocking(grace, self.options, self.book, kept, [o.ref for o in pending.objects], why)
+        unknown = crd_pass.left_at_deadline(self.freer, crds, why)
+        diagnose.blocking(grace, self.options, self.book, unknown, [o.ref for o in pending.objects], why)
