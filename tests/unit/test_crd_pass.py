@@ -187,6 +187,8 @@ def test_a_deleted_crd_is_listed_again_once_its_cleanup_has_been_under_way_a_whi
     never_seen = crd_pass.CrdState(crd, uid="u2", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
     assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER)
     assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER + crd_pass.RELIST_AFTER), "never seen: again"
+    queued = crd_pass.CrdState(crd, uid="u3", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
+    assert not crd_pass.due(queued, 1000.0, seen=True), "waiting its turn while the controller works on others"
 
 
 def test_the_progress_counts_the_crds_deleted_and_gone_not_only_the_objects():

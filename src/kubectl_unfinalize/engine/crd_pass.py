@@ -162,15 +162,20 @@ class CrdPass:
         crd_sweep.delete(self.freer, state)
 
 
-def due(state: CrdState, now: float) -> bool:
+def due(state: CrdState, now: float, seen: bool = False) -> bool:
     """Whether this pass lists the CRD's instances: always before it is deleted. Once
     deleted, once more when the cleanup controller has been at work on it for
     RELIST_AFTER seconds and it is still there: from then on no instance can be created,
     so that list sees every one that can hold it, and the CRD is listed again only while
     some of them could not be freed. When that work is never seen (another server),
-    UNSEEN_AFTER seconds after its DELETE, then at doubling intervals."""
+    UNSEEN_AFTER seconds after its DELETE, then at doubling intervals; but not while it
+    waits its turn and the controller was `seen` at work on others of the run's CRDs
+    (a provider's hundreds queue behind its few workers: listing each of them every few
+    seconds meanwhile only loaded the server that was cleaning up)."""
     if state.uid is None:
         return True
+    if state.began is None and seen:
+        return False
     if state.began is None:
         start = state.deleted_at + UNSEEN_AFTER
     elif not state.final_list:

@@ -224,7 +224,8 @@ class Engine:
         """One sweep over every target, as many jobs in flight as the pacing allows;
         False when the deadline cut it short."""
         now = time.monotonic()
-        listing = [c for c in pending.crds if crd_pass.due(c, now)]  # a deleted CRD only when overdue
+        seen = any(c.began is not None for c in self._crds)  # the cleanup controller at work on one of them
+        listing = [c for c in pending.crds if crd_pass.due(c, now, seen)]  # a deleted CRD only when overdue
         self.namespaces.begin_pass()
         self.freer.begin_pass()
         for job in self._jobs(pool, pending, listing):
