@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .deadline import Deadline
+from .engine.crd_pass import too_long
 from .engine.loop import Engine, ProgressListener
 from .engine.outcomes import OutcomeListener
 from .engine.preflight import ask_ahead
@@ -137,11 +138,14 @@ def run(
     confirm: Confirm | None = None,
     retain: bool = True,
     interrupt: threading.Event | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> Report:
     """Read the manifests (before connecting: a bad one is reported even when the
     cluster is unreachable), resolve, ask, free. retain=False keeps only failures in the
     Report (the listener has seen every outcome), for memory flat in the object count.
-    Setting `interrupt` ends the run as its deadline would, and the Report says so."""
+    Setting `interrupt` ends the run as its deadline would, and the Report says so.
+    `on_warning` is told, before anything is changed, when the timeout looks too short
+    for the CRDs to delete (a provider's hundreds)."""
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
     with connect(connection) as transport:
         cluster = HttpCluster(transport, Deadline(options.deadline_seconds, interrupt))
@@ -151,6 +155,9 @@ def run(
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
+        if on_warning is not None and options.delete and options.wait and options.dry_run is DryRun.NONE:
+            if warning := too_long(len(targets.crds), options.deadline_seconds):
+                on_warning(warning)
         engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
         return engine.run(targets, skipped=targets.missing)
 

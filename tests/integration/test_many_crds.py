@@ -270,3 +270,16 @@ def test_an_access_review_of_resource_star_stands_for_a_group_only_when_a_rule_g
             rbac.delete_cluster_role_binding(user)
         with contextlib.suppress(Exception):
             rbac.delete_cluster_role(user)
+
+
+def test_a_timeout_too_short_for_the_crds_to_delete_is_said_before_the_run(cp, client, tool):
+    """The API server removes deleted CRDs one after another (crd_pass.CLEANUP_SECONDS
+    each): a provider's thousands outlast the default 5 minutes, and the run says so first."""
+    group, _ = make_group(client, 10, 0, 0)
+    result = tool("crd", "--group", group, "--delete", "--timeout", "2s")
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("warning: deleting 10 CRDs takes the API server about 1m"), result.stderr
+    assert "--timeout 2.0s may end first" in first
+    wait_until("CRDs gone", lambda: not crds_left(client, group), timeout=120)
+    quiet = tool("crd", "--group", make_group(client, 3, 0, 0)[0], "--delete")
+    assert quiet.returncode == 0 and "warning:" not in quiet.stderr, quiet.stderr

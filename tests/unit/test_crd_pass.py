@@ -218,3 +218,10 @@ def test_at_the_deadline_crds_left_in_the_api_server_s_cleanup_are_named_without
     assert sorted(lines) == sorted(c.name for c in crds), lines
     assert all("every instance freed; the API server's cleanup is" in m for m in lines.values()), lines
     assert not [m for m in lines.values() if "cannot tell" in m], lines
+
+
+def test_a_timeout_too_short_for_a_provider_s_crds_is_said_before_the_run():
+    assert crd_pass.too_long(300, 300.0) == ""  # a few hundred fit the default 5 minutes
+    warning = crd_pass.too_long(2060, 300.0)
+    assert warning.startswith("deleting 2060 CRDs takes the API server about 11m"), warning
+    assert "--timeout 300s may end first: --timeout 21m would cover a busy server" in warning

@@ -193,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
                 confirm=confirm if args.interactive else None,
                 retain=False,
                 interrupt=interrupt,
+                on_warning=lambda text: err(f"warning: {text}"),
             )
         except UnfinalizeError:
             if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM
