@@ -294,6 +294,7 @@ def make_crd(api_client):
         group=None,
         versions=("v1",),
         labels=None,
+        categories=(),
     ) -> CrdInfo:
         singular = kind.lower()
         plural = plural or singular + "s"
@@ -312,6 +313,8 @@ def make_crd(api_client):
         names = {"plural": plural, "singular": singular, "kind": kind, "listKind": kind + "List"}
         if short_names:
             names["shortNames"] = list(short_names)
+        if categories:
+            names["categories"] = list(categories)
         body = {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
