@@ -4,8 +4,8 @@
 // with client-side rate limiting off. With --delete-crd it then deletes the CRD and waits
 // until it is gone. It prints one JSON line: {"objects": n, "seconds": s}.
 //
-// --resource and --delete-crd take comma-separated lists: the resources of one group are
-// then listed concurrently (up to --lists at once) into the same patches, and the CRDs are
+// --resource and --delete-crd take comma-separated lists (a resource as plural.group is of
+// that group, not --group's): the resources are then listed concurrently (up to --lists at once) into the same patches, and the CRDs are
 // deleted concurrently and awaited with one list of CRDs per poll. That is the least any
 // client can make the API server do for many CRDs, so its time for 200 CRDs against one
 // CRD holding as many objects is the server's own floor (scripts/bench/many_crds.py).
@@ -48,7 +48,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
 	group := flag.String("group", "", "API group of the custom resource")
 	version := flag.String("version", "v1", "API version")
-	resource := flag.String("resource", "", "resource (plural), or several of the group, comma-separated")
+	resource := flag.String("resource", "", "resource (plural), or several of the group, comma-separated; plural.group for another group")
 	concurrency := flag.Int("concurrency", 64, "patches in flight")
 	chunkSize := flag.Int64("chunk-size", 500, "list page size")
 	lists := flag.Int("lists", 16, "resources listed at once (several --resource)")
@@ -96,6 +96,9 @@ func main() {
 	seats := make(chan struct{}, *lists)
 	for _, plural := range strings.Split(*resource, ",") {
 		gvr := schema.GroupVersionResource{Group: *group, Version: *version, Resource: plural}
+		if name, in, ok := strings.Cut(plural, "."); ok { // plural.group: resources of several groups
+			gvr.Resource, gvr.Group = name, in
+		}
 		seats <- struct{}{}
 		listers.Go(func() {
 			defer func() { <-seats }()

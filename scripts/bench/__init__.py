@@ -6,7 +6,9 @@ peers.py       what is measured: the tool (as a kubectl plugin), plain kubectl, 
 small.py       case 1: small teardowns, the tool against the kubectl 3-step sequence
 throttled.py   case 5: a 3-seat APF level, the tool against the ceiling at 3 (ideal) and 64 (naive)
 throughput.py  cases 2-4: throughput and the far cluster against the ceiling, the tool's peak RSS
-sizes.py       cases 5-6: big objects against the ceiling, growth of the tool by N
+sizes.py       cases 8-10: big objects against the ceiling, growth of the tool by N, objects as kubectl
+               apply leaves them against the ceiling and kubectl
+provider.py    case 11: a cloud provider's CRDs (hundreds, schemas of tens of KB), tool, ceiling and kubectl
 report.py      tables for people, one JSON document (--json) for programs (scripts/bench_compare.py)
 cli.py         the flags and the order of the cases
 """

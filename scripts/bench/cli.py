@@ -20,6 +20,13 @@
    against the ceiling at exactly 3 in flight (ideal) and at 64 (naive), and each one's 429s.
 8. big objects: 2,000 objects with a 100 KiB annotation each, tool vs ceiling (sizes.py).
 9. growth: the tool alone at N = 1,000 / 10,000 / 100,000 (--growth-n; --no-100k skips the last).
+10. last-applied: 2,000 objects as `kubectl apply` leaves them (a unique 100 KiB
+   last-applied-configuration, JSON escaped on the wire), in 20 namespaces: the tool against
+   the ceiling and against kubectl (`patch -f objects.yaml`), peak RSS of each (sizes.py).
+11. provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
+   3 Terminating objects each: the tool's `crd -l --delete` (default --timeout) against the
+   ceiling and against kubectl (`patch -f` + `delete crd -l`), with the control plane's CPU
+   (provider.py; --provider-crds).
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -49,17 +56,29 @@ from pathlib import Path
 
 from controlplane import K8S_VERSION, ControlPlane, find_binaries
 
-from . import ROOT, many_crds, small, throttled
+from . import ROOT, many_crds, provider, small, throttled
 from . import scan as scan_section
 from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_program, resolve_tool
 from .report import Report
-from .sizes import BigObjects, growth
+from .sizes import BigObjects, LastApplied, growth
 from .throttled import Throttled
 from .throughput import Results, Throughput
 
-SECTIONS = ["small", "throughput", "far", "rss", "many-crds", "scan", "throttled", "big", "growth"]
+SECTIONS = [
+    "small",
+    "throughput",
+    "far",
+    "rss",
+    "many-crds",
+    "scan",
+    "throttled",
+    "big",
+    "growth",
+    "last-applied",
+    "provider",
+]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -83,6 +102,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--growth-n", type=int, action="append", metavar="N", help="growth sizes (default 1000, 10000, 100000)"
     )
     parser.add_argument("--no-100k", action="store_true", help="growth: leave N=100,000 out (it takes long)")
+    parser.add_argument(
+        "--last-applied-n", type=int, action="append", metavar="N", help="last-applied sizes (default 2000)"
+    )
+    parser.add_argument("--provider-crds", type=int, help="provider: CRDs (default 300)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
     parser.add_argument(
@@ -101,6 +124,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.delays = args.delay or [0.05, 0.15]
     args.throttled_sizes = args.throttled_n or ([200] if args.quick else [2000])
     args.big_sizes = args.big_n or ([200] if args.quick else [2000])
+    args.last_applied_sizes = args.last_applied_n or ([200] if args.quick else [2000])
+    args.provider_crds = args.provider_crds or (30 if args.quick else 300)
     args.growth_sizes = args.growth_n or ([200, 1000] if args.quick else [1000, 10000, 100000])
     if args.no_100k:
         args.growth_sizes = [n for n in args.growth_sizes if n < 100000]
@@ -122,6 +147,8 @@ def settings(args: argparse.Namespace) -> dict:
         "scan_types": args.scan_types,
         "scan_per_type": args.scan_per_type,
         "big_sizes": args.big_sizes,
+        "last_applied_sizes": args.last_applied_sizes,
+        "provider_crds": args.provider_crds,
         "growth_sizes": args.growth_sizes,
         "quick": args.quick,
         "tool": args.tool,
@@ -220,5 +247,27 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "growth" in args.sections:
             report.growth(growth(bench, args.growth_sizes, kubeconfig, throughput))
+        if "last-applied" in args.sections:
+            applied = LastApplied(bench)
+            results = applied.compare(args.last_applied_sizes, args.repeat, kubeconfig, "last-applied")
+            reps = f", median of {args.repeat}" if args.repeat > 1 else ""
+            report.versus(
+                "last_applied",
+                f"10. objects as kubectl apply leaves them: a unique {applied.size // 1024} KiB"
+                f" last-applied-configuration each{reps}",
+                results,
+                [
+                    "tool: kubectl-unfinalize crd NAME -q; ceiling: bench/ceiling (client-go);"
+                    f" kubectl: patch -f objects.yaml --type=merge -p '{PATCH}' (one process for all).",
+                    f"{NAMESPACES} namespaces, a fresh identical CRD per run. rate tool/ceil > 1 and time tool/kubectl"
+                    " < 1: the tool is faster.",
+                    "acceptance: rate tool/ceil >= 0.9, tool peak RSS <= 100 MiB.",
+                ],
+                {"repeat": args.repeat, "annotation_bytes": applied.size},
+            )
+        if "provider" in args.sections:
+            shape = provider.Provider(crds=args.provider_crds, groups=max(1, args.provider_crds // 10))
+            measured = provider.run(kube, peers, env, args.repeat, server, workdir, shape)
+            provider.report(report, measured, shape, args.repeat)
     report.finish()
     return 0

@@ -163,6 +163,36 @@ class Report:
         self.table(title, THROUGHPUT_HEADER, rows, notes)
         self.save()
 
+    def versus(self, section: str, title: str, results: Results, notes: list[str], extra: dict) -> None:
+        """A tool-vs-ceiling-vs-kubectl section: medians, the tool's rate over the ceiling's
+        and its time over kubectl's, peak RSS of each."""
+        self.doc["cases"][section] = {
+            **extra,
+            "sizes": {str(n): {peer: samples_json(s) for peer, s in peers.items()} for n, peers in results.items()},
+        }
+        rows = []
+        for n, peers in results.items():
+            secs, rss = {}, {}
+            for peer, samples in peers.items():
+                key = f"{section}.{n}.{peer}"
+                secs[peer] = self.figure(f"{key}.seconds", med([s.seconds for s in samples]))
+                self.figure(f"{key}.objects_per_s", n / secs[peer], higher_is_better=True)
+                rss[peer] = self.figure(f"{key}.peak_rss_mib", max(s.rss_mib for s in samples))
+            rate = self.figure(f"{section}.{n}.ratio.rate", secs["ceiling"] / secs["tool"], higher_is_better=True)
+            kubectl = self.figure(f"{section}.{n}.ratio.seconds_vs_kubectl", secs["tool"] / secs["kubectl"])
+            rows.append(
+                [
+                    f"{n:,}",
+                    " / ".join(f"{secs[p]:.1f}" for p in ("tool", "ceiling", "kubectl")),
+                    f"{rate:.2f}",
+                    f"{kubectl:.2f}",
+                    " / ".join(f"{rss[p]:.0f}" for p in ("tool", "ceiling", "kubectl")),
+                ]
+            )
+        header = ["N", "seconds tool / ceiling / kubectl", "rate tool/ceil", "time tool/kubectl", "peak RSS MiB"]
+        self.table(title, header, rows, notes)
+        self.save()
+
     def rss(self, base: Sample, results: Results) -> None:
         self.doc["cases"]["rss"] = {
             "sizes": {"0": {"tool": samples_json([base])}}
