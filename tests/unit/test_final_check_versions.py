@@ -138,3 +138,22 @@ def test_a_gone_type_has_no_objects_to_read():
 )
 def test_a_patch_answer_says_the_version_it_left(answer, version):
     assert answer_version(answer) == version
+
+
+def test_the_read_of_versions_ends_before_a_short_deadline_rather_than_not_being_made():
+    from kubectl_unfinalize.deadline import Deadline
+    from kubectl_unfinalize.kube.cluster import HttpCluster
+
+    asked = []
+
+    class Transport:
+        request_timeout = None
+
+        def request(self, method, path, *, query, **kwargs):
+            asked.append(query["timeoutSeconds"])
+            kwargs["on_chunk"](_events(BOOKMARK))
+
+    cluster = HttpCluster(Transport(), Deadline(10))  # type: ignore[arg-type]
+    assert cluster.versions(WIDGETS, ListQuery(), 30, lambda n, v: None) is True
+    assert asked and asked[0] <= 9, asked
+    assert HttpCluster(Transport(), Deadline(1.5)).versions(WIDGETS, ListQuery(), 30, lambda n, v: None) is None  # type: ignore[arg-type]

@@ -134,10 +134,12 @@ class HttpCluster:
     def versions(
         self, resource: Resource, query: ListQuery, seconds: int, on_row: Callable[[str, str], None]
     ) -> bool | None:
-        """None too when the deadline, or --request-timeout, ends before the watch could."""
-        if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
+        """The watch is cut to end before the deadline and --request-timeout (it ends at
+        the bookmark anyway); None when they leave it no second."""
+        left = min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) - 1
+        if left < 1:
             return None
-        return changes.versions(self._request, resource, query, seconds, on_row)
+        return changes.versions(self._request, resource, query, int(min(seconds, left)), on_row)
 
     def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
         """None too when the deadline, or --request-timeout, ends before the watch would;
