@@ -225,3 +225,17 @@ def test_a_timeout_too_short_for_a_provider_s_crds_is_said_before_the_run():
     warning = crd_pass.too_long(2060, 300.0)
     assert warning.startswith("deleting 2060 CRDs takes the API server about 11m"), warning
     assert "--timeout 300s may end first: --timeout 21m would cover a busy server" in warning
+
+
+def test_at_the_deadline_a_crd_whose_instances_keep_a_finalizer_is_read_and_that_finalizer_named():
+    """--finalizer leaves the instances' other finalizers: they, not the API server's
+    cleanup, keep the deleted CRD, and the timeout says so."""
+    crds = kinds(1)
+    cluster = cluster_with(crds, 1)
+    for stored in cluster.objects.values():
+        stored.finalizers.append("other.test/keep")
+    report = run_engine(cluster, Targets(crds=crds), delete=True, timeout=0.5, finalizers=["x"])
+    assert report.timed_out
+    lines = [o.message for o in report.outcomes if o.action is Action.BLOCKING]
+    assert lines and all("cleanup is" not in m for m in lines), lines
+    assert any("other.test/keep" in m for m in lines), lines

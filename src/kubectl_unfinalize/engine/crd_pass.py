@@ -235,7 +235,7 @@ def _read(freer: Freer, states: list[CrdState]) -> dict[str, ObjectMeta]:
 def left_at_deadline(freer: Freer, states: list[CrdState], why: str) -> list[CRD]:
     """What the deadline left of the CRDs, said from what the run knows: one not deleted
     (--delete: some of its objects could not be freed), one deleted with every instance
-    freed, which only the API server's cleanup keeps (a provider's hundreds queue there,
+    freed of every finalizer, which only the API server's cleanup keeps (a provider's hundreds queue there,
     and reading each one again would only say so, or run out of time). The CRDs whose
     blocking only a read can tell are returned."""
     unknown = []
@@ -245,7 +245,7 @@ def left_at_deadline(freer: Freer, states: list[CrdState], why: str) -> list[CRD
             message = f"{why}: not deleted"
             if state.blocked:
                 message += f", because {state.blocked} of its objects could not be freed"
-        elif state.uid and not state.blocked and state.listed:
+        elif state.uid and not state.blocked and state.listed and not state.kept:
             cleanup = f"at work for {ago(now - state.began)}" if state.began is not None else "not at it yet"
             message = (
                 f"{why}: deleted {ago(now - state.deleted_at)} ago with every instance freed;"

@@ -34,6 +34,7 @@ class CrdState:
     blocked: int = 0  # instances the last whole pass could not free
     counting: int = 0  # the same, for the pass under way
     listed: bool = True  # False when the last pass could not list its instances
+    kept: bool = False  # an instance keeps a finalizer this run leaves (--finalizer, a built-in's)
     reconfigured: bool = False  # its dead conversion webhook was switched off by this run
     # Once deleted (crd_pass): when, its resourceVersion then, when the cleanup controller
     # was first seen at work on it (it changed), and when its instances are listed again.
@@ -127,6 +128,8 @@ def _list(freer: Freer, state: CrdState, place: Place) -> Generator[Job, None, U
             for meta in page:
                 freer.seen.add(meta.uid)
                 if freer.wanted(meta):
+                    if len(freer.options.removable(list(meta.finalizers))) < len(meta.finalizers):
+                        state.kept = True  # what blocks it then is that finalizer, not the cleanup
                     state.started()
                     # A bulk patch answered 2xx is freed and never handed to _free_instance.
                     yield freer.fast(meta, partial(_free_instance, freer, state, meta), state.finished)
