@@ -77,7 +77,7 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
                         BulkPatch(
                             f"/api/v1/namespaces/{namespace}/configmaps/{name}",
                             b'{"metadata":{"finalizers":null}}',
-                            lambda name=name: done.append(name),
+                            lambda answer, name=name: done.append(name),
                             lambda sent: back.append(sent),
                         )
                     )
