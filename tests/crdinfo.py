@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+OPEN_SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +34,19 @@ class CrdInfo:
     def api_version(self) -> str:
         """An object's ``apiVersion`` at the storage version: ``group/version``."""
         return f"{self.group}/{self.version}"
+
+    def manifest(self, status: bool = False) -> dict[str, Any]:
+        """The CRD as the tests apply it: any fields in every version, ``versions[0]``
+        stored; a status subresource when `status` (kopf writes its progress there)."""
+        extra: dict[str, Any] = {"subresources": {"status": {}}} if status else {}
+        versions = [
+            {"name": v, "served": True, "storage": i == 0, "schema": OPEN_SCHEMA, **extra}
+            for i, v in enumerate(self.versions)
+        ]
+        names = {"plural": self.plural, "singular": self.kind.lower(), "kind": self.kind}
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": self.name},
+            "spec": {"group": self.group, "scope": self.scope, "names": names, "versions": versions},
+        }

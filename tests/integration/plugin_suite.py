@@ -1,6 +1,6 @@
 """An operator's test suite in dask-kubernetes' shape, for the pytest plugin's tests
 (test_pytest_plugin.py): a session fixture applies the CRDs, yields, and deletes them with a
-waiting `kubectl delete -f crds/`; the kopf operator (operator/fleet_operator.py: fleets own
+waiting `kubectl delete -f crds/`; the kopf operator (operator/owner_operator.py: fleets own
 ships, everything gets kopf's finalizer) runs under kopf.testing.KopfRunner for each test
 and has stopped by then. Written into a directory of its own and run as a separate
 pytest session, with the plugin found through its entry point."""
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import entry_points
 import yaml
+from crdinfo import CrdInfo
 
 ROOT = Path(__file__).resolve().parents[2]
-OPERATOR = Path(__file__).parent / "operator" / "fleet_operator.py"
+OPERATOR = Path(__file__).parent / "operator" / "owner_operator.py"
 KINDS = {"Fleet": "fleets", "Ship": "ships", "Buoy": "buoys"}
 PER_NAMESPACE = 3 + 3 + 1  # fleets, their ships, a buoy
 
@@ -147,21 +148,8 @@ class Suite:
 def write(path: Path, kube_env: dict[str, str], tag: str, ini: str = "", workers: int = 1) -> Suite:
     group = f"pl{tag}.unfinalize.test"
     (path / "crds").mkdir(parents=True)
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     for kind, plural in KINDS.items():
-        crd = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-                "versions": [
-                    {"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": {"status": {}}}
-                ],
-            },
-        }
+        crd = CrdInfo.of(group, kind, plural).manifest(status=True)
         (path / "crds" / f"{kind.lower()}.yaml").write_text(yaml.safe_dump(crd))
     (path / "conftest.py").write_text(CONFTEST)
     for name in ("test_widgets.py", "test_widgets_too.py")[:workers]:
@@ -174,6 +162,7 @@ def write(path: Path, kube_env: dict[str, str], tag: str, ini: str = "", workers
         PYTHONPATH=os.pathsep.join([str(site), str(ROOT / "src")]),
         OPERATOR=str(OPERATOR),
         OPERATOR_GROUP=group,
+        OPERATOR_KINDS="fleets,ships,Ship,buoys",
         SUITE_NAMESPACE=f"plugin-{tag}",
         SUITE_WORKERS=str(workers),
     )

@@ -22,23 +22,6 @@ GRACE = 30  # scan.evidence.GRACE: until then a deletion without evidence is "pe
 STALLS = 200
 
 
-def crd_body(group: str, kind: str, plural: str) -> dict:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": {"status": {}}}
-            ],
-        },
-    }
-
-
 def start_operator(kube_env, group: str, plural: str, log: Path, delete: str = "") -> subprocess.Popen:
     env = dict(kube_env, OPERATOR_GROUP=group, OPERATOR_PLURAL=plural, OPERATOR_DELETE=delete)
     return subprocess.Popen(
@@ -86,7 +69,7 @@ def world(api_client, kubectl, kube_env, tmp_path_factory):
     try:
         for name in [*w.namespaces, w.blocked, w.quiet]:
             kubectl("create", "namespace", name)
-        crds = [crd_body(i.group, i.kind, i.plural) for i in (w.stalls, w.gadgets, w.relics)]
+        crds = [i.manifest(status=True) for i in (w.stalls, w.gadgets, w.relics)]
         kubectl("apply", "-f", "-", input=yaml.safe_dump_all(crds))
         for info in (w.stalls, w.gadgets, w.relics):
             kubectl("wait", "--for=condition=Established", f"crd/{info.name}", "--timeout=30s")

@@ -136,14 +136,7 @@ class Plane:
 
         group = f"t{secrets.token_hex(4)}.creds.test"
         crd = CrdInfo.of(group, kind)
-        schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-        ApiextensionsV1Api(self.api).create_custom_resource_definition({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": crd.name},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": crd.plural, "singular": kind.lower(), "kind": kind},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}]},
-        })  # fmt: skip
+        ApiextensionsV1Api(self.api).create_custom_resource_definition(crd.manifest())
         custom = CustomObjectsApi(self.api)
 
         def served() -> bool:

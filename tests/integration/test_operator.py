@@ -15,7 +15,7 @@ from crs import CLEANUP, crd_state, create, wait_until
 from kubernetes.client import CustomObjectsApi
 
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
-OPERATOR = Path(__file__).parent / "operator" / "widget_operator.py"
+OPERATOR = Path(__file__).parent / "operator" / "owner_operator.py"
 KINDS = ("Parent", "Child", "Sidecar")
 
 
@@ -29,21 +29,8 @@ def crd_dir(tmp_path, kubectl, kube_env):
     group = f"op{os.urandom(4).hex()}.unfinalize.test"
     folder = tmp_path / "crds"
     folder.mkdir()
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     for kind in KINDS:
-        crd = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural(kind)}.{group}"},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"plural": plural(kind), "singular": kind.lower(), "kind": kind},
-                "versions": [
-                    {"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": {"status": {}}}
-                ],
-            },
-        }
+        crd = CrdInfo.of(group, kind, plural(kind)).manifest(status=True)
         (folder / f"{kind.lower()}.yaml").write_text(yaml.safe_dump(crd))
     kubectl("apply", "-f", folder)
     kubectl("wait", "--for=condition=Established", "-f", folder, "--timeout=30s")

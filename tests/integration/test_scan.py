@@ -18,9 +18,10 @@ import jsonschema
 import pytest
 import scan_world
 import yaml
+from crdinfo import CrdInfo
 from crs import wait_until
 from kubernetes.client import CoreV1Api
-from scan_world import GRACE, KOPF, OPERATOR, STALLS, crd_body, stop
+from scan_world import GRACE, KOPF, OPERATOR, STALLS, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "scan.schema.json").read_text())
@@ -183,25 +184,8 @@ def test_a_fresh_kopf_peering_entry_is_evidence_of_a_live_kopf_operator(
     with the peer named (kopf's peering says some kopf operator is alive, not which)."""
     w = world
     ns = w.quiet
-    peering_crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "clusterkopfpeerings.kopf.dev"},
-        "spec": {
-            "group": "kopf.dev",
-            "scope": "Cluster",
-            "names": {"plural": "clusterkopfpeerings", "singular": "clusterkopfpeering", "kind": "ClusterKopfPeering"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
-    beacons = crd_body(w.group, "Beacon", "beacons")
+    peering_crd = CrdInfo.of("kopf.dev", "ClusterKopfPeering", scope="Cluster").manifest()
+    beacons = CrdInfo.of(w.group, "Beacon").manifest(status=True)
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all([peering_crd, beacons]))
     operator = None
     try:

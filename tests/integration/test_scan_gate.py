@@ -16,7 +16,7 @@ import yaml
 from crdinfo import CrdInfo
 from crs import create_many
 from kubernetes.client import CoreV1Api
-from scan_world import GRACE, KOPF, crd_body, finalized, start_operator, stop
+from scan_world import GRACE, KOPF, finalized, start_operator, stop
 from test_scan import SCHEMA, run_printed
 from waiting import wait_until
 
@@ -38,7 +38,7 @@ def test_scan_right_after_a_teardown_never_exits_0_and_its_commands_free_it(
     ns, gates = f"gate-{tag}", CrdInfo.of(f"gt{tag}.unfinalize.test", "Gate")
     dead = f"dead.gt{tag}.unfinalize.test/cleanup"
     kubectl("create", "namespace", ns)
-    kubectl("apply", "-f", "-", input=yaml.safe_dump(crd_body(gates.group, gates.kind, gates.plural)))
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(gates.manifest(status=True)))
     try:
         kubectl("wait", "--for=condition=Established", f"crd/{gates.name}", "--timeout=30s")
         operator = start_operator(kube_env, gates.group, gates.plural, tmp_path / "operator.log")

@@ -23,6 +23,7 @@ import controlplane
 import pytest
 import yaml
 from controlplane.releases import AGGREGATED_DISCOVERY_LOCKED_SINCE
+from crdinfo import CrdInfo
 from waiting import wait_until
 
 pytestmark = pytest.mark.core
@@ -130,24 +131,7 @@ def held_configmap(server, namespace, name="settings"):
 def crd_and_objects(server, namespace):
     """A CRD of a fresh group and one object with a finalizer: (crd name, documents)."""
     group = f"t{secrets.token_hex(4)}.unfinalize.test"
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
+    crd = CrdInfo.of(group, "Widget").manifest()
     widget = {
         "apiVersion": f"{group}/v1",
         "kind": "Widget",

@@ -73,31 +73,19 @@ def all_deleted(request: Request, resource: Resource, names: set[str], since: st
     watch cannot tell: its history is gone (410), or it broke off. Metadata only: a CRD's
     schema can be hundreds of KiB, and its cleanup controller writes it twice."""
     left = set(names)
-    lines = bytearray()
     failed = False
 
-    def on_chunk(data: bytes) -> bool:
+    def on_event(event: dict[str, Any]) -> bool:
         nonlocal failed
-        lines.extend(data)
-        while (end := lines.find(b"\n")) >= 0:
-            line = bytes(lines[:end])
-            del lines[: end + 1]
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                failed = True
-                return True
-            kind = event.get("type")
-            if kind == "ERROR":  # 410 Expired, or any end of the history
-                failed = True
-                return True
-            if kind == "DELETED":
-                left.discard(((event.get("object") or {}).get("metadata") or {}).get("name"))
-                if not left:
-                    return True
-        return False
+        kind = event.get("type")
+        if kind == "ERROR":  # 410 Expired, or any end of the history
+            failed = True
+            return True
+        if kind == "DELETED":
+            left.discard(((event.get("object") or {}).get("metadata") or {}).get("name"))
+        return not left
+
+    on_chunk = _EventLines(on_event)
 
     params = {
         "watch": "true",
@@ -110,7 +98,7 @@ def all_deleted(request: Request, resource: Resource, names: set[str], since: st
         request("GET", resource.path(None), query=params, accept=METADATA_WATCH, on_chunk=on_chunk, parse=on_chunk)
     except (Gone, NotFound):
         return None
-    return None if failed else not left
+    return None if failed or on_chunk.broken else not left
 
 
 METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
@@ -127,37 +115,27 @@ def versions(
     first: the caller reads the objects instead."""
     done = failed = False
     column = 0
-    lines = bytearray()
 
-    def on_chunk(data: bytes) -> bool:
+    def on_event(event: dict[str, Any]) -> bool:
         nonlocal done, failed, column
-        lines.extend(data)
-        while (end := lines.find(b"\n")) >= 0:
-            line = bytes(lines[:end])
-            del lines[: end + 1]
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                failed = True
-                return True
-            kind, table = event.get("type"), event.get("object") or {}
-            if kind == "BOOKMARK":
-                done = True  # the initial events end here (allowWatchBookmarks)
-                return True
-            if kind != "ADDED":
-                failed = True  # an ERROR, or a change before the end of the initial events: not ours to read
-                return True
-            names = [c.get("name") for c in table.get("columnDefinitions") or []]
-            if "Name" in names:  # the first event only
-                column = names.index("Name")
-            version = str((table.get("metadata") or {}).get("resourceVersion") or "")
-            for row in table.get("rows") or []:
-                cells = row.get("cells") or []
-                if len(cells) > column:
-                    on_row(str(cells[column]), version)
+        kind, table = event.get("type"), event.get("object") or {}
+        if kind == "BOOKMARK":
+            done = True  # the initial events end here (allowWatchBookmarks)
+            return True
+        if kind != "ADDED":
+            failed = True  # an ERROR, or a change before the end of the initial events: not ours to read
+            return True
+        names = [c.get("name") for c in table.get("columnDefinitions") or []]
+        if "Name" in names:  # the first event only
+            column = names.index("Name")
+        version = str((table.get("metadata") or {}).get("resourceVersion") or "")
+        for row in table.get("rows") or []:
+            cells = row.get("cells") or []
+            if len(cells) > column:
+                on_row(str(cells[column]), version)
         return False
+
+    on_chunk = _EventLines(on_event)
 
     params = {
         "watch": "true",
@@ -176,9 +154,36 @@ def versions(
         return True  # the type is gone, and its objects with it
     except UnfinalizeError:
         return None  # no WatchList (400/422), no watch verb (403), a failure: read the objects
-    return True if done and not failed else None
+    return True if done and not (failed or on_chunk.broken) else None
 
 
 def _lines(data: bytes) -> list[dict[str, Any]]:
     """A watch's body: one JSON event per line."""
     return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+class _EventLines:
+    """A watch body read as it arrives (or whole, when a proxy buffered it): each complete
+    line is one JSON event, told to `on_event`, which says True to end the watch. A line
+    that is not JSON ends it too, as `broken`: the rest of the stream cannot be trusted."""
+
+    def __init__(self, on_event: Callable[[dict[str, Any]], bool]) -> None:
+        self._on_event = on_event
+        self._pending = bytearray()
+        self.broken = False
+
+    def __call__(self, data: bytes) -> bool:
+        self._pending.extend(data)
+        while (end := self._pending.find(b"\n")) >= 0:
+            line = bytes(self._pending[:end])
+            del self._pending[: end + 1]
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                self.broken = True
+                return True
+            if self._on_event(event):
+                return True
+        return False
