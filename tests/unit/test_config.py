@@ -2,6 +2,7 @@
 
 import pytest
 import yaml
+from pki import self_signed_ca
 
 from kubectl_unfinalize.errors import ConfigError
 from kubectl_unfinalize.kube.config import ConnectionOptions, connect
@@ -54,22 +55,9 @@ def test_configuration_errors_are_one_line(tmp_path, monkeypatch, options, messa
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-def test_in_cluster_config_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
-    import kubernetes.config.incluster_config as incluster
-
-    secrets = tmp_path / "serviceaccount"
-    secrets.mkdir()
-    (secrets / "token").write_text("pod-token")
-    self_signed_ca(secrets / "ca.crt")
-    (secrets / "namespace").write_text("ci-jobs")
-    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
+def test_in_cluster_config_when_there_is_no_kubeconfig(in_cluster):
     t = connect(ConnectionOptions())
-    assert (t.host, t.namespace, t.context) == ("https://10.0.0.1:443", "ci-jobs", "in-cluster")
+    assert (t.host, t.namespace, t.context) == ("https://10.96.0.1:443", "ci-jobs", "in-cluster")
     assert t.authorization().lower() == "bearer pod-token"  # the auth scheme is case-insensitive
 
 
@@ -81,16 +69,6 @@ def test_malformed_kubeconfig_is_one_line_with_file_and_line(tmp_path):
     message = str(info.value)
     assert "\n" not in message, message
     assert message.startswith(f"invalid kubeconfig: {path}:4: ")
-
-
-def self_signed_ca(path):
-    import subprocess
-
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(path) + ".key", "-out", str(path), "-days", "1", "-subj", "/CN=test-ca"],
-        check=True, capture_output=True,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("flag", ["certificate_authority", "client_certificate"])
@@ -237,24 +215,12 @@ def test_through_the_kubernetes_client_an_exec_plugin_and_a_token_file_are_still
     assert t.credential.renew(first).header == "Bearer rotated"
 
 
-def test_the_in_cluster_token_is_read_again_after_a_401(tmp_path, monkeypatch):
-    import kubernetes.config.incluster_config as incluster
-
-    secrets = tmp_path / "serviceaccount"
-    secrets.mkdir()
-    (secrets / "token").write_text("first")
-    self_signed_ca(secrets / "ca.crt")
-    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
+def test_the_in_cluster_token_is_read_again_after_a_401(in_cluster):
     t = connect(ConnectionOptions())
     first = t.credential.current()
-    (secrets / "token").write_text("rotated by the kubelet")
+    (in_cluster / "token").write_text("rotated by the kubelet")
     assert t.credential.renew(first).header == "Bearer rotated by the kubelet"
-    assert t.credential.describe() == f"(in-cluster service-account token {secrets / 'token'})"
+    assert t.credential.describe() == f"(in-cluster service-account token {in_cluster / 'token'})"
 
 
 def test_a_relative_path_in_a_kubeconfig_the_client_loads_is_relative_to_that_file(tmp_path, monkeypatch):

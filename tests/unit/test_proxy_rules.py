@@ -12,7 +12,6 @@ import threading
 
 import pytest
 import yaml
-from test_config import self_signed_ca
 
 from kubectl_unfinalize.errors import ConfigError, ExitStatus
 from kubectl_unfinalize.kube.config import ConnectionOptions, connect
@@ -236,19 +235,7 @@ def test_an_unsupported_proxy_is_refused_by_connect_for_every_kubeconfig(tmp_pat
         connect(ConnectionOptions(kubeconfig=path))
 
 
-def test_in_cluster_config_takes_the_environment(tmp_path, monkeypatch):
-    import kubernetes.config.incluster_config as incluster
-
-    secrets = tmp_path / "serviceaccount"
-    secrets.mkdir()
-    (secrets / "token").write_text("pod-token")
-    self_signed_ca(secrets / "ca.crt")
-    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(secrets / "token"))
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(secrets / "ca.crt"))
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
+def test_in_cluster_config_takes_the_environment(in_cluster, monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
     assert endpoint_proxy(ConnectionOptions()) == "http://proxy.corp:3128"
     monkeypatch.setenv("NO_PROXY", "10.96.0.0/12")  # the service network, as clusters set it
