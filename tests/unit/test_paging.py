@@ -56,6 +56,50 @@ class SizedTransport:
         return {"items": items, "metadata": {"resourceVersion": str(100 + len(self.limits)), **more}}
 
 
+class CountingTransport(SizedTransport):
+    """As SizedTransport, saying how many objects remain after each page, as the API
+    server does for a list without selectors; each list starts from the first object."""
+
+    def __init__(self, total: int, size: int) -> None:
+        super().__init__(total, size)
+        self.total, self.tokens = total, []
+
+    def request(self, method, path, *, query=None, on_bytes=None, **kwargs):
+        self.tokens.append(query["continue"])
+        if not query["continue"]:
+            self.left = self.total  # a new list
+        page = super().request(method, path, query=query, on_bytes=on_bytes, **kwargs)
+        if self.left:
+            page["metadata"]["remainingItemCount"] = self.left
+        return page
+
+
+def test_a_list_the_first_page_shows_to_fit_one_page_is_asked_again_whole_not_continued():
+    """A continue page comes from etcd on servers without ListFromCacheSnapshot (before
+    1.34, or with it off): 0.43 s median against 0.13-0.17 s for a whole list, 50 types
+    of 400 objects listed 16 at once. Was: [20 objects, continue for the 380 others]."""
+    transport = CountingTransport(400, 1500)
+    cluster = HttpCluster(transport, Deadline(None))  # type: ignore[arg-type]
+    pages = list(cluster.list_meta(WIDGETS, ListQuery(limit=500)))
+    assert transport.limits == [FIRST_LIMIT, 500] and transport.tokens == ["", ""]
+    names = [meta.ref.name for page in pages for meta in page]
+    assert len(names) == len(set(names)) == 400  # the first page's objects are not told twice
+    listed = cluster.listed_at(WIDGETS, None)
+    assert listed is not None and (listed.resource_version, listed.objects) == ("102", 400)
+
+
+def test_a_list_too_big_for_one_page_or_of_unknown_length_is_continued():
+    big = CountingTransport(400, 100 * KIB)  # 40 MB: over the budget
+    list(HttpCluster(big, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=500)))  # type: ignore[arg-type]
+    assert big.tokens[0] == "" and all(big.tokens[1:]) and sum(big.limits) >= 400
+    many = CountingTransport(3000, 700)  # small objects, more than --chunk-size
+    list(HttpCluster(many, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=500)))  # type: ignore[arg-type]
+    assert many.tokens[0] == "" and all(many.tokens[1:]) and many.limits[0] == FIRST_LIMIT
+    unknown = SizedTransport(400, 1500)  # no remainingItemCount: a label or field selector
+    list(HttpCluster(unknown, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=500)))  # type: ignore[arg-type]
+    assert unknown.limits == [FIRST_LIMIT, 500]
+
+
 def test_pages_of_big_objects_ask_for_a_few_mb_each_and_the_list_remembers_its_first_resource_version():
     transport = SizedTransport(2000, 100 * KIB)
     cluster = HttpCluster(transport, Deadline(None))  # type: ignore[arg-type]

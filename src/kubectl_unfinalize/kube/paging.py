@@ -5,8 +5,9 @@ still carries every annotation, and 500 objects with a 100 KiB annotation each a
 50 MB answer, held three times over while it is read and decoded (the chunks, the joined
 body, the decoded objects). So the `limit` of each page is the budget divided by the
 bytes per object of the page before, capped by --chunk-size; the first page asks for
-fewer objects, since nothing is known yet. A page whose objects are much bigger than the
-last page's is read once at the old limit; the next one shrinks.
+fewer objects, since nothing is known yet, and a list it shows to fit one page is asked
+for again, whole (_whole_fits). A page whose objects are much bigger than the last
+page's is read once at the old limit; the next one shrinks.
 
 What a list saw is kept per resource (`Listed`): the resourceVersion of its first page,
 from which the final check watches for changes, and its bytes, which say whether reading
@@ -123,6 +124,7 @@ def pages(
     token = ""
     budget = PageBudget(query.limit, first=record.first_limit(resource))
     size = 0
+    may_restart = True
 
     def sized(nbytes: int) -> None:
         nonlocal size
@@ -148,8 +150,28 @@ def pages(
         listed = page.get("metadata") or {}
         del page  # held by this frame while the caller works on the page otherwise
         budget.seen(len(items), size)
+        if may_restart and not token and _whole_fits(listed, len(items), budget):
+            may_restart = False
+            continue  # the whole list again, in one page: see _whole_fits
+        may_restart = False
         record.page(path, resource, not token, str(listed.get("resourceVersion") or ""), len(items), size)
         token = listed.get("continue") or ""
         yield items
         if not token:
             return
+
+
+def _whole_fits(listed: dict[str, Any], objects: int, budget: PageBudget) -> bool:
+    """Whether a first page that was cut short is better asked again as the whole list.
+    The first page is small because nothing is known of the objects' size; once it says
+    how many remain (remainingItemCount, given when no selector is used) and how big they
+    are, a list that fits one page of the budget is asked for whole, anew, rather than
+    continued: the API server reads a fresh list from its watch cache, and a continue
+    page from etcd unless it serves them from a cache snapshot (ListFromCacheSnapshot,
+    on from 1.34). Measured over 50 types of 400 small objects, 16 lists at once, with
+    the snapshots off: continue pages 0.43 s median, whole lists 0.13-0.17 s. Where both
+    come from the same place the cost is the first page's few objects read again."""
+    remaining = listed.get("remainingItemCount")
+    if not listed.get("continue") or not isinstance(remaining, int) or remaining <= 0:
+        return False
+    return objects + remaining <= budget.limit()
