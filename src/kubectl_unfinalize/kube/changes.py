@@ -48,21 +48,14 @@ def written_since(
     except NotFound:
         return Counter()
     counts: Counter[str] = Counter()
-    column = 0
+    rows = _TableNames()
     for event in events or []:
-        obj = event.get("object") or {}
         kind = event.get("type")
         if kind == "ERROR":
             return None  # 410 Expired, or any end of the history: read the objects instead
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             continue  # a BOOKMARK
-        names = [c.get("name") for c in obj.get("columnDefinitions") or []]
-        if "Name" in names:  # the first event only; the rest come without headers
-            column = names.index("Name")
-        for row in obj.get("rows") or []:
-            cells = row.get("cells") or []
-            if len(cells) > column:
-                counts[str(cells[column])] += 1
+        counts.update(rows.of(event.get("object") or {}))
     return counts
 
 
@@ -114,10 +107,10 @@ def versions(
     all came; None when the server cannot (no WatchList, a refusal) or the watch ended
     first: the caller reads the objects instead."""
     done = failed = False
-    column = 0
+    rows = _TableNames()
 
     def on_event(event: dict[str, Any]) -> bool:
-        nonlocal done, failed, column
+        nonlocal done, failed
         kind, table = event.get("type"), event.get("object") or {}
         if kind == "BOOKMARK":
             done = True  # the initial events end here (allowWatchBookmarks)
@@ -125,14 +118,9 @@ def versions(
         if kind != "ADDED":
             failed = True  # an ERROR, or a change before the end of the initial events: not ours to read
             return True
-        names = [c.get("name") for c in table.get("columnDefinitions") or []]
-        if "Name" in names:  # the first event only
-            column = names.index("Name")
         version = str((table.get("metadata") or {}).get("resourceVersion") or "")
-        for row in table.get("rows") or []:
-            cells = row.get("cells") or []
-            if len(cells) > column:
-                on_row(str(cells[column]), version)
+        for name in rows.of(table):
+            on_row(name, version)
         return False
 
     on_chunk = _EventLines(on_event)
@@ -160,6 +148,21 @@ def versions(
 def _lines(data: bytes) -> list[dict[str, Any]]:
     """A watch's body: one JSON event per line."""
     return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+class _TableNames:
+    """The names in a Table watch's rows. Only the first event carries the column
+    definitions; the later ones use the Name column it named."""
+
+    def __init__(self) -> None:
+        self._column = 0
+
+    def of(self, table: dict[str, Any]) -> list[str]:
+        headers = [c.get("name") for c in table.get("columnDefinitions") or []]
+        if "Name" in headers:
+            self._column = headers.index("Name")
+        cells = [row.get("cells") or [] for row in table.get("rows") or []]
+        return [str(row[self._column]) for row in cells if len(row) > self._column]
 
 
 class _EventLines:
