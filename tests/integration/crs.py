@@ -84,6 +84,24 @@ def create_many(api_client, crd: CrdInfo, count: int, namespaces: list[str], fin
     return keys
 
 
+def down_apiservice(group: str) -> dict:
+    """An APIService for `group`/v1beta1 whose Service does not exist: the API server never
+    dials it, and the group version answers 503 (named v1beta1.`group`)."""
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": f"v1beta1.{group}"},
+        "spec": {
+            "group": group,
+            "version": "v1beta1",
+            "service": {"namespace": "default", "name": f"missing-{group.split('.')[0]}"},
+            "groupPriorityMinimum": 1000,
+            "versionPriority": 15,
+            "insecureSkipTLSVerify": True,
+        },
+    }
+
+
 def crd_manifest(crd: CrdInfo) -> dict:
     """The CRD as a manifest document selects it (-f)."""
     return {

@@ -10,7 +10,7 @@ import time
 
 import pytest
 import yaml
-from crs import create, snapshot, wait_until
+from crs import create, down_apiservice, snapshot, wait_until
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 from test_operator import crd_dir, operator, populate  # noqa: F401 - fixtures for the kopf test
@@ -185,20 +185,8 @@ def broken_apiservice(kubectl):
     """An APIService whose service does not exist: its group cannot be discovered, so
     the namespace controller cannot finish any namespace while it is there."""
     group = f"t{secrets.token_hex(4)}.unfinalize.test"
-    name = f"v1beta1.{group}"
-    body = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": name},
-        "spec": {
-            "group": group,
-            "version": "v1beta1",
-            "service": {"namespace": "default", "name": f"missing-{group.split('.')[0]}"},
-            "groupPriorityMinimum": 1000,
-            "versionPriority": 15,
-            "insecureSkipTLSVerify": True,
-        },
-    }
+    body = down_apiservice(group)
+    name = body["metadata"]["name"]
     kubectl("apply", "-f", "-", input=yaml.safe_dump(body))
     try:
         wait_until(

@@ -24,6 +24,7 @@ import pytest
 import yaml
 from controlplane.releases import AGGREGATED_DISCOVERY_LOCKED_SINCE
 from crdinfo import CrdInfo
+from crs import down_apiservice
 from waiting import wait_until
 
 pytestmark = pytest.mark.core
@@ -80,22 +81,7 @@ def down_api(server):
     """An APIService whose Service is missing: its group version answers 503."""
     group = f"t{secrets.token_hex(4)}.unfinalize.test"
     name = f"v1beta1.{group}"
-    service = {"namespace": "default", "name": f"missing-{group.split('.')[0]}"}
-    server.apply(
-        {
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {"name": name},
-            "spec": {
-                "group": group,
-                "version": "v1beta1",
-                "service": service,
-                "groupPriorityMinimum": 1000,
-                "versionPriority": 15,
-                "insecureSkipTLSVerify": True,
-            },
-        }
-    )
+    server.apply(down_apiservice(group))
     try:
         wait_until(
             f"APIService {name} Available=False",
