@@ -140,7 +140,7 @@ def main() -> int:
 
 TIMING = """
 import statistics, sys, time
-from kubectl_unfinalize.cli.flags import parse, to_selection
+from kubectl_unfinalize.cli.commands import parse
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.kube.cluster import HttpCluster
 from kubectl_unfinalize.kube.config import connect
@@ -148,7 +148,7 @@ from kubectl_unfinalize.options import ConnectionOptions
 from kubectl_unfinalize.resolve.manifests import read_manifests
 from kubectl_unfinalize.resolve import resolve
 
-selection = to_selection(parse(sys.argv[1:]))
+selection = parse(sys.argv[1:]).selection
 documents = read_manifests(list(selection.files), False) if selection.files else []
 times = []
 with connect(ConnectionOptions()) as transport:

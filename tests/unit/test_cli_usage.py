@@ -98,14 +98,14 @@ def test_every_kubectl_connection_flag_is_accepted():
 
 
 def test_a_bare_v_before_a_word_is_verbosity_one_not_a_level():
-    from kubectl_unfinalize.cli.flags import parse
+    from kubectl_unfinalize.cli.commands import parse
 
-    assert parse(["-v", "crd", "x"]).verbose == 1
-    assert parse(["-qv", "crd", "x"]).verbose == 1
-    assert parse(["crd", "x", "-v=6"]).verbose == 6
-    assert parse(["crd", "x", "-v", "8"]).verbose == 8
-    assert parse(["crd", "x", "--v=6"]).verbose == 6
-    assert parse(["crd", "x"]).verbose == 0
+    assert parse(["-v", "crd", "x"]).output.verbose == 1
+    assert parse(["-qv", "crd", "x"]).output.verbose == 1
+    assert parse(["crd", "x", "-v=6"]).output.verbose == 6
+    assert parse(["crd", "x", "-v", "8"]).output.verbose == 8
+    assert parse(["crd", "x", "--v=6"]).output.verbose == 6
+    assert parse(["crd", "x"]).output.verbose == 0
 
 
 def test_a_bad_manifest_is_reported_before_connecting(tmp_path, capsys):
@@ -116,12 +116,17 @@ def test_a_bad_manifest_is_reported_before_connecting(tmp_path, capsys):
 
 
 def test_ns_selects_namespaces_by_name_or_label_and_crd_stays_crds():
-    from kubectl_unfinalize.cli.flags import parse, to_options, to_selection
+    from kubectl_unfinalize.cli.commands import RunCommand, parse
 
-    by_name = to_selection(parse(["ns", "a", "b", "--delete"]))
+    def run(argv):
+        command = parse(argv)
+        assert isinstance(command, RunCommand)
+        return command
+
+    by_name = run(["ns", "a", "b", "--delete"]).selection
     assert by_name.namespaces == ("a", "b") and not by_name.crds and by_name.namespace_selector is None
-    by_label = parse(["namespaces", "-l", "team=x"])
-    assert to_selection(by_label).namespace_selector == "team=x" and to_selection(by_label).crd_selector is None
-    assert to_options(by_label).label_selector is None  # -l picked the namespaces, not what is inside
-    crds = to_selection(parse(["crd", "-l", "team=x"]))
+    by_label = run(["namespaces", "-l", "team=x"])
+    assert by_label.selection.namespace_selector == "team=x" and by_label.selection.crd_selector is None
+    assert by_label.options.label_selector is None  # -l picked the namespaces, not what is inside
+    crds = run(["crd", "-l", "team=x"]).selection
     assert crds.crd_selector == "team=x" and not crds.namespaces

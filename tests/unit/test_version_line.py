@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from importlib.metadata import version
 
-from kubectl_unfinalize.cli.main import _dist_info_version, main
+from kubectl_unfinalize.cli.main import main
+from kubectl_unfinalize.cli.version import _dist_info_version
 
 
 def test_the_version_comes_from_the_dist_info_directory_name(tmp_path, monkeypatch):

@@ -1,7 +1,6 @@
-"""The command line's flags: the argparse parser (also read by argparse-manpage and by
-shell completion) and the one mapping from parsed flags to Selection and Options
-(connection_flags.py does ConnectionOptions). Imports nothing heavy, so --help stays
-fast and the man page builds without the kubernetes client.
+"""The command line's flags: the argparse parser, also read by argparse-manpage and by
+shell completion (commands.py turns what it parses into a command). Imports nothing
+heavy, so --help stays fast and the man page builds without the kubernetes client.
 """
 
 from __future__ import annotations
@@ -10,11 +9,9 @@ import argparse
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..options import Options, Selection
 from .connection_flags import add_bool_flag, add_connection_flags, duration
 from .help_text import DESCRIPTION, EPILOG
-from .scan_flags import SCAN_WORDS, add_scan_flags, scan_problem
-from .type_words import type_form_error, type_selection
+from .scan_flags import add_scan_flags
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
 NAMESPACE_WORDS = ("ns", "namespace", "namespaces")
@@ -203,87 +200,3 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
             continue
         out.append(arg)
     return out
-
-
-def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> argparse.Namespace:
-    """Parse and check the combinations argparse cannot express."""
-    args = build_parser(prog).parse_args(normalize_argv(argv))
-    if args.version:
-        return args
-    if args.namespace and args.all_namespaces:
-        raise UsageError("-n and -A cannot be combined")
-    if args.words and args.words[0].lower() in SCAN_WORDS:
-        problem = scan_problem(args)
-        if problem:
-            raise UsageError(problem)
-        return args
-    if args.output == "wide" or args.older_than or args.include_live:
-        raise UsageError("-o wide, --older-than and --all apply to scan only")
-    if args.words:
-        word = args.words[0].lower()
-        if args.category and word not in CRD_WORDS:
-            raise UsageError("--category applies to crd")
-        if word not in CRD_WORDS + NAMESPACE_WORDS:
-            if type_problem := type_form_error(args):
-                raise UsageError(type_problem)
-        elif word in NAMESPACE_WORDS:
-            if not (args.words[1:] or args.selector):
-                raise UsageError("ns needs NAME... or -l SELECTOR")
-            if args.group:
-                raise UsageError("--group applies to crd, not to ns")
-            if args.namespace or args.all_namespaces:
-                raise UsageError("ns NAME selects the namespaces; -n and -A do not apply")
-        elif not (args.words[1:] or args.group or args.selector or args.category):
-            raise UsageError("crd needs NAME..., --group, --category or -l SELECTOR")
-    elif not args.filename:
-        raise UsageError(
-            "nothing selected: use 'crd NAME...', 'crd --group GROUP', 'crd -l SELECTOR', 'ns NAME...', "
-            "'TYPE NAME...' or '-f PATH'"
-        )
-    if args.category and args.filename:
-        raise UsageError("--category applies to crd")
-    if args.filename and (args.words or args.group):
-        raise UsageError("-f cannot be combined with crd NAME, ns NAME or --group")
-    if args.interactive and args.dry_run != "none":
-        raise UsageError("-i asks before changing anything, and a dry run changes nothing: use one of them")
-    if args.interactive and args.output in ("json", "yaml"):
-        raise UsageError("-i cannot be combined with -o json or yaml (the prompt would mix with the document)")
-    return args
-
-
-def is_scan(args: argparse.Namespace) -> bool:
-    return bool(args.words) and args.words[0].lower() in SCAN_WORDS
-
-
-def to_selection(args: argparse.Namespace) -> Selection:
-    if args.words and args.words[0].lower() not in CRD_WORDS + NAMESPACE_WORDS:
-        return type_selection(args)
-    namespaces = bool(args.words) and args.words[0].lower() in NAMESPACE_WORDS
-    names = tuple(args.words[1:])
-    return Selection(
-        crds=() if namespaces else names,
-        group=args.group,
-        crd_selector=args.selector if not (args.filename or namespaces) else None,
-        files=tuple(args.filename),
-        recursive=args.recursive,
-        namespaces=names if namespaces else (),
-        namespace_selector=args.selector if namespaces else None,
-        categories=tuple(args.category),
-    )
-
-
-def to_options(args: argparse.Namespace) -> Options:
-    return Options(
-        delete=args.delete,
-        wait=args.wait is not False,
-        timeout=args.timeout,
-        dry_run=args.dry_run,
-        namespace=args.namespace,
-        label_selector=args.selector if args.filename else None,
-        field_selector=args.field_selector,
-        only_terminating=args.only_terminating,
-        finalizers=tuple(args.finalizer),
-        concurrency=args.concurrency,
-        chunk_size=args.chunk_size,
-        remove_dead_webhooks=args.remove_dead_webhooks,
-    )

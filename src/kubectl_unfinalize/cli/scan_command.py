@@ -3,55 +3,38 @@ stuck, 3 while something is pending (never 0 for what was deleted moments ago an
 
 from __future__ import annotations
 
-import argparse
-import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-from ..errors import ExitStatus, InputError, UnfinalizeError
-from .flags import UsageError
+from ..errors import UnfinalizeError
+from .exit import of_scan, stopped
 from .process import Stopped, err, signals_stop
-from .scan_flags import SCAN_LISTS
+
+if TYPE_CHECKING:
+    from .commands import ScanCommand
 
 
-def run(args: argparse.Namespace) -> int:
+def scan(command: ScanCommand) -> int:
     from ..api import run_scan
-    from ..scanning.options import ScanOptions
-    from .connection_flags import to_connection_options
     from .scan_output import render, stderr_lines
 
-    try:
-        options = ScanOptions(
-            namespace=args.namespace,
-            include_live=args.include_live,
-            older_than=args.older_than,
-            concurrency=min(args.concurrency, SCAN_LISTS),
-            chunk_size=args.chunk_size,
-            timeout=args.timeout,
-            wait=bool(args.wait),
-        )
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
-    connection = to_connection_options(args, log=err)
     interrupt = threading.Event()
     with signals_stop(interrupt) as stop:
         try:
-            report = run_scan(options, connection, interrupt=interrupt)
+            report = run_scan(command.options, command.connection, interrupt=interrupt)
         except UnfinalizeError:
             if interrupt.is_set():
                 raise Stopped(stop.signum) from None
             raise
     if interrupt.is_set():
-        err("terminated" if stop.signum == signal.SIGTERM else "interrupted")
-        return ExitStatus.TERMINATED if stop.signum == signal.SIGTERM else ExitStatus.INTERRUPTED
+        return stopped(stop.signum)
     try:
-        sys.stdout.write(render(report, args.output))
+        sys.stdout.write(render(report, command.output.format))
         sys.stdout.flush()
     except BrokenPipeError:
         pass
-    if not args.quiet:
-        for line in stderr_lines(report, waited=options.wait):
+    if not command.output.quiet:
+        for line in stderr_lines(report, waited=command.options.wait):
             err(line)
-    if report.stuck:
-        return ExitStatus.FAILED
-    return ExitStatus.PENDING if report.pending else ExitStatus.OK
+    return of_scan(report)

@@ -1,0 +1,146 @@
+"""`kubectl unfinalize crd|ns|TYPE|-f ...`: run the RunCommand through the Python API,
+print each outcome as it happens, ask first with -i, and say what was done on stderr."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import UnfinalizeError
+from .exit import of_report
+from .flags import UsageError
+from .process import Stopped, err, signals_stop
+
+if TYPE_CHECKING:
+    from ..model import Outcome, Report, Targets
+    from .commands import RunCommand
+    from .output import ProgressDisplay
+
+FLUSH_EVERY = 0.2  # seconds between flushes of stdout when it is not a terminal
+
+
+class _Printer:
+    """Outcomes on stdout as they happen, from worker threads: a line each, or items of
+    the -o json/yaml document. A closed stdout (`| head`) stops the printing, not the
+    work: the run finishes freeing what it started, quietly."""
+
+    def __init__(self, output: str, color: bool, progress: ProgressDisplay | None) -> None:
+        from .output import DocumentStream, outcome_line
+
+        self._line = outcome_line  # imported here once: an import in outcome() ran per object
+        self.output = output
+        self.color = color
+        self.progress = progress
+        self.closed = False
+        self._tty = sys.stdout.isatty()
+        self._flushed = 0.0
+        self._lock = threading.RLock()  # an item is written while the document's turn is held
+        self.document = DocumentStream(output, self.write) if output in ("json", "yaml") else None
+
+    def outcome(self, outcome: Outcome) -> None:
+        if self.closed:
+            return
+        if self.document is not None:
+            with self._lock:  # one item at a time, in the order they are written
+                self.document.item(outcome)
+            return
+        line = self._line(outcome, self.output, self.color)
+        if line is not None:
+            self.write(line + "\n")
+
+    def flush(self) -> None:
+        self.write("", flush=True)
+
+    def write(self, text: str, flush: bool = False) -> None:
+        if self.closed:
+            return
+        with self._lock:
+            if self.progress:
+                self.progress.clear()
+            try:
+                sys.stdout.write(text)
+                now = time.monotonic()
+                if flush or self._tty or now - self._flushed > FLUSH_EVERY:  # a pipe or file gets whole buffers
+                    sys.stdout.flush()
+                    self._flushed = now
+            except BrokenPipeError:
+                self.closed = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+                os.close(devnull)
+
+
+def run(command: RunCommand) -> int:
+    from ..api import run as run_api
+    from .output import ProgressDisplay
+
+    output = command.output
+    color = sys.stdout.isatty() and not output.no_color and not os.environ.get("NO_COLOR")
+    progress = None if output.quiet else ProgressDisplay()
+    printer = _Printer(output.format, color, progress)
+    delete = command.options.delete
+
+    # Everything imported so far lives until exit: the collector need not scan it again,
+    # and a list page of thousands of small dicts need not start a collection each time.
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 50)
+    gc.enable()  # the entry points disable it while importing
+    interrupt = threading.Event()
+    with signals_stop(interrupt) as stop:
+        try:
+            report = run_api(
+                command.selection,
+                command.options,
+                command.connection,
+                on_outcome=printer.outcome,
+                on_progress=progress.update if progress else None,
+                confirm=(lambda targets: confirm(targets, delete)) if command.interactive else None,
+                retain=False,
+                interrupt=interrupt,
+                on_warning=lambda text: err(f"warning: {text}"),
+            )
+        except UnfinalizeError:
+            if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM
+                raise Stopped(stop.signum) from None
+            raise
+    if progress:
+        progress.clear()
+    if printer.document is not None and not report.aborted:
+        printer.document.finish(report)
+    printer.flush()  # every line before the summary on stderr
+    _summarize(report, output.quiet)
+    return of_report(report, stop.signum)
+
+
+def confirm(targets: Targets, delete: bool) -> bool:
+    """-i: the plan on stderr, then y or N from the terminal."""
+    from .output import plan_lines
+
+    for line in plan_lines(targets, delete):
+        err(line)
+    if not sys.stdin.isatty():
+        raise UsageError("-i needs a terminal to ask on")
+    sys.stderr.write("Continue? [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _summarize(report: Report, quiet: bool) -> None:
+    from .output import summary_line
+
+    if report.aborted:
+        err("aborted: nothing was changed")
+        return
+    if not quiet:
+        for skipped in report.skipped:  # a missing object's name, or why a type was not read
+            err(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
+        if not sum(report.counts.values()) and not report.scanned and not report.skipped:
+            err("nothing to do: no matching custom resources, CRDs or namespaces")
+    if report.error:
+        err(f"error: {report.error}")
+    if not quiet:
+        err(summary_line(report))
