@@ -1,8 +1,7 @@
 import gc
 
-gc.disable()  # the imports make thousands of objects and no garbage; cli re-enables it
+gc.disable()  # before the package's own imports too; cli.main.console keeps it off until the run
 
-from .cli.main import main  # noqa: E402
-from .cli.process import exit_now  # noqa: E402
+from .cli.main import console  # noqa: E402
 
-exit_now(main())
+console()

@@ -28,3 +28,19 @@ def test_the_package_entry_point_exits_through_exit_now():
         [sys.executable, "-m", "kubectl_unfinalize", "--version"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 0 and done.stdout.startswith("kubectl-unfinalize "), done.stderr
+
+
+def test_the_installed_script_exits_through_exit_now_as_the_others_do():
+    """pip's console script imports the function pyproject names and calls it: console(),
+    which ends with exit_now (no interpreter teardown: an atexit hook never runs)."""
+    scripts = (ROOT / "pyproject.toml").read_text().split("[project.scripts]", 1)[1]
+    assert 'kubectl-unfinalize = "kubectl_unfinalize.cli.main:console"' in scripts
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    for word, status in (("--version", 0), ("crd", 2)):
+        code = (
+            f"import atexit, sys; atexit.register(print, 'torn down'); sys.argv = ['kubectl-unfinalize', {word!r}]; "
+            "from kubectl_unfinalize.cli.main import console; sys.exit(console())"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == status, done.stderr
+        assert "torn down" not in done.stdout and done.stdout.startswith("kubectl-unfinalize " if status == 0 else "")

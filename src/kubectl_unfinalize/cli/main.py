@@ -1,20 +1,23 @@
 """Command line: main(argv) -> exit status. Parses the line once into a command and hands
 it to the module that runs it (version, run_command, scan_command); exit.py decides the
-status, for errors too.
+status, for errors too. console() is the process around it, for every entry point.
 
 Imports nothing heavy at load time, so --help and --version stay fast.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .commands import Command, ScanCommand, Version, parse
 from .exit import of_error
 from .flags import build_parser
+from .process import exit_now
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,3 +47,12 @@ def _dispatch(command: Command) -> int:
     from .run_command import run
 
     return run(command)
+
+
+def console() -> NoReturn:
+    """The process, whichever way it starts: the installed kubectl-unfinalize script,
+    python -m kubectl_unfinalize, the checkout's kubectl-unfinalize. The collector is off
+    while the command imports the API (thousands of objects, no garbage; the run turns it
+    back on), and the process ends with exit_now."""
+    gc.disable()
+    exit_now(main())

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 
 def err(text: str) -> None:
@@ -23,7 +24,7 @@ def print_traceback(verbose: int) -> None:
         traceback.print_exc()
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """Exit the process with `code` once stdout and stderr are flushed, without tearing
     the interpreter down: every module's objects, the threads' states and the collector's
     last pass are a few ms of a small teardown, and nothing is left to do (the engine has
