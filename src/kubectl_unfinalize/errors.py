@@ -1,4 +1,4 @@
-"""Errors a user can act on, and the exit codes they become (mapped once, in cli.main)."""
+"""Errors a user can act on, and their exit codes (the command line maps every exit status in cli/exit.py)."""
 
 from __future__ import annotations
 
