@@ -37,7 +37,7 @@ def test_help_describes_scan_its_verdicts_and_exit_codes():
         assert needle in text, needle
 
 
-def test_the_thresholds_the_help_and_readme_state_are_the_ones_scan_judges_by():
+def test_the_thresholds_the_help_and_the_scan_doc_state_are_the_ones_scan_judges_by():
     from pathlib import Path
 
     from kubectl_unfinalize.cli.scan_flags import SCAN_EPILOG
@@ -45,6 +45,6 @@ def test_the_thresholds_the_help_and_readme_state_are_the_ones_scan_judges_by():
 
     assert f"within {WORKING / 60:g}m" in SCAN_EPILOG and f"less than {GRACE:g}s ago" in SCAN_EPILOG
     assert f"(for {ALIVE_PATIENCE / 60:g}m)" in SCAN_EPILOG and f"stuck after {BUILTIN_PATIENCE / 60:g}m" in SCAN_EPILOG
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
-    assert f"within {WORKING / 60:g} minutes" in readme and f"deleted under {GRACE:g} s ago" in readme
-    assert f"stuck after {BUILTIN_PATIENCE / 60:g} minutes" in readme
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "scan.md").read_text().split())
+    assert f"within {WORKING / 60:g} minutes" in doc and f"deleted under {GRACE:g} s ago" in doc
+    assert f"stuck after {BUILTIN_PATIENCE / 60:g} minutes" in doc
