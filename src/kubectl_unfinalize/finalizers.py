@@ -1,6 +1,7 @@
 """The finalizers that Kubernetes' own controllers own (kube-controller-manager, the cloud
 controller manager, the API server and its admission, the CSI external-provisioner), from the
-1.36 sources.
+1.36 sources: tests/unit/data/builtin-finalizers-v1.36.3.txt names the Go file that defines
+each one (scripts/builtin_finalizers.py writes it), and a test keeps the two the same set.
 
 They are not the tool's to remove: each one waits for something real (a pod still using
 a claim, a cloud load balancer, dependents of an owner), and its controller removes it when
