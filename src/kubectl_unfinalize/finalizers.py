@@ -1,5 +1,7 @@
 """The finalizers that Kubernetes' own controllers own (kube-controller-manager, the cloud
-controller manager, the API server), from the 1.36 sources.
+controller manager, the API server and its admission, the CSI external-provisioner), from the
+1.36 sources: tests/unit/data/builtin-finalizers-v1.36.3.txt names the Go file that defines
+each one (scripts/builtin_finalizers.py writes it), and a test keeps the two the same set.
 
 They are not the tool's to remove: each one waits for something real (a pod still using
 a claim, a cloud load balancer, dependents of an owner), and its controller removes it when
@@ -15,6 +17,11 @@ from typing import Any
 
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"  # never removed, even when named
 EXTERNAL_NAME = "crossplane.io/external-name"  # an operator's handle on what it created outside
+PV_PROTECTION = "kubernetes.io/pv-protection"
+PV_CONTROLLER = "kubernetes.io/pv-controller"  # in-tree volumes; CSI ones get EXTERNAL_PROVISIONER
+EXTERNAL_PROVISIONER = "external-provisioner.volume.kubernetes.io/finalizer"
+LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
+VOLUME = (PV_PROTECTION, PV_CONTROLLER, EXTERNAL_PROVISIONER)  # their leak: the storage the volume's spec names
 
 
 @dataclass(frozen=True)
@@ -36,15 +43,25 @@ BUILTIN: dict[str, Builtin] = {
         "no pod to use the claim any more",
         "a claim deleted while a pod mounts it; with reclaim policy Delete, its volume",
     ),
-    "kubernetes.io/pv-protection": Builtin(
+    PV_PROTECTION: Builtin(
         f"the PV protection controller ({KCM})", "the volume to be released by its claim", "the volume's storage"
+    ),
+    PV_CONTROLLER: Builtin(
+        f"the persistent volume controller ({KCM})",
+        "the volume's storage to be deleted (reclaim policy Delete)",
+        "the volume's storage",
+    ),
+    EXTERNAL_PROVISIONER: Builtin(
+        "the CSI driver's external-provisioner",
+        "the volume's storage to be deleted (reclaim policy Delete)",
+        "the volume's storage",
     ),
     "kubernetes.io/vac-protection": Builtin(
         f"the VolumeAttributesClass protection controller ({KCM})",
         "no claim or volume to use the class",
         "claims and volumes that name a deleted class",
     ),
-    "service.kubernetes.io/load-balancer-cleanup": Builtin(
+    LB_CLEANUP: Builtin(
         "the service controller (cloud-controller-manager)",
         "the cloud load balancer to be deleted",
         "the cloud load balancer",
@@ -68,6 +85,11 @@ BUILTIN: dict[str, Builtin] = {
     "networking.k8s.io/service-cidr-finalizer": Builtin(
         f"the ServiceCIDR controller ({KCM})", "no Service to use an IP of the range", "Service IPs of a deleted range"
     ),
+    "scheduling.k8s.io/podgroup-protection": Builtin(
+        f"the PodGroup protection controller ({KCM})",
+        "no running or pending pod to name the PodGroup",
+        "pods that name a deleted PodGroup (spec.schedulingGroup)",
+    ),
     CRD_CLEANUP: Builtin(
         "the API server's CRD cleanup",
         "the CRD's custom resources to be deleted",
@@ -82,7 +104,7 @@ def builtin(finalizer: str) -> Builtin | None:
 
 def needs_object(finalizers: list[str]) -> bool:
     """Whether what may leak is told by the object's spec or status (not its metadata)."""
-    return any(f in ("service.kubernetes.io/load-balancer-cleanup", "kubernetes.io/pv-protection") for f in finalizers)
+    return any(f == LB_CLEANUP or f in VOLUME for f in finalizers)
 
 
 def leaks(removed: list[str], obj: dict[str, Any] | None = None, external_name: str = "") -> str:
@@ -94,7 +116,9 @@ def leaks(removed: list[str], obj: dict[str, Any] | None = None, external_name: 
         if entry is None:
             continue
         detail = _detail(finalizer, obj or {})
-        parts.append(entry.leaks + (f" ({detail})" if detail else ""))
+        part = entry.leaks + (f" ({detail})" if detail else "")
+        if part not in parts:  # a volume's finalizers all guard its one disk
+            parts.append(part)
     if external_name:
         parts.append(f"the external resource {external_name!r} ({EXTERNAL_NAME})")
     return "; ".join(parts)
@@ -111,10 +135,10 @@ def blocker(finalizers: tuple[str, ...] | list[str]) -> str:
 
 def _detail(finalizer: str, obj: dict[str, Any]) -> str:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if finalizer == "service.kubernetes.io/load-balancer-cleanup":
+    if finalizer == LB_CLEANUP:
         ingress = [i.get("ip") or i.get("hostname") for i in (status.get("loadBalancer") or {}).get("ingress") or []]
         return "ingress " + ", ".join(i for i in ingress if i) if any(ingress) else ""
-    if finalizer == "kubernetes.io/pv-protection":
+    if finalizer in VOLUME:
         csi = spec.get("csi") or {}
         if csi.get("volumeHandle"):
             return f"CSI driver {csi.get('driver', '?')}, volume handle {csi['volumeHandle']}"

@@ -44,6 +44,28 @@ def test_what_may_leak_comes_from_the_object():
     )
 
 
+def test_a_volumes_reclaim_finalizers_name_the_storage_they_guard():
+    csi = {"spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0abc"}}}
+    in_tree = {"spec": {"persistentVolumeReclaimPolicy": "Delete"}}
+    reclaim = [finalizers.EXTERNAL_PROVISIONER, finalizers.PV_CONTROLLER]
+    assert all(finalizers.needs_object([f]) for f in reclaim)
+    storage = "the volume's storage (CSI driver ebs.csi.aws.com, volume handle vol-0abc)"
+    assert finalizers.leaks([finalizers.EXTERNAL_PROVISIONER], csi) == storage
+    assert finalizers.leaks([finalizers.PV_CONTROLLER], in_tree) == "the volume's storage (reclaim policy Delete)"
+    assert finalizers.leaks([finalizers.PV_PROTECTION, *reclaim], csi) == storage  # one disk, said once
+    blocker = finalizers.blocker(reclaim)
+    assert "CSI driver's external-provisioner" in blocker and "persistent volume controller" in blocker
+
+
+def test_a_pod_groups_finalizer_waits_for_its_pods():
+    text = finalizers.blocker(["scheduling.k8s.io/podgroup-protection"])
+    assert "PodGroup protection controller (kube-controller-manager)" in text and "pod" in text
+    assert finalizers.leaks(["scheduling.k8s.io/podgroup-protection"]) == (
+        "pods that name a deleted PodGroup (spec.schedulingGroup)"
+    )
+    assert not finalizers.needs_object(["scheduling.k8s.io/podgroup-protection"])
+
+
 def test_the_leak_is_on_the_outcome_line_and_in_json():
     outcome = Outcome(
         "service", "web", "unfinalized", "ns", [LB], leaks="the cloud load balancer (ingress 203.0.113.7)"
