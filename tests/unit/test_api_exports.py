@@ -1,0 +1,45 @@
+"""The public names: kubectl_unfinalize/__init__.py lists them three times (`__all__` for
+`import *` and readers, the `TYPE_CHECKING` imports for type checkers, `_HOMES` for the
+lazy import at run time), and nothing but this test keeps the three lists one."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kubectl_unfinalize
+
+INIT = Path(kubectl_unfinalize.__file__)
+
+
+def _type_checking_homes() -> dict[str, str]:
+    """name -> module (relative to the package) of the `if TYPE_CHECKING:` imports."""
+    tree = ast.parse(INIT.read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    homes = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        homes.update({alias.asname or alias.name: node.module for alias in node.names})
+    return homes
+
+
+def test_all_homes_and_type_checking_imports_name_the_same_things_from_the_same_modules():
+    homes = _type_checking_homes()
+    assert set(kubectl_unfinalize.__all__) - {"__version__"} == set(homes)
+    assert kubectl_unfinalize._HOMES == homes
+    assert sorted(kubectl_unfinalize.__all__) == kubectl_unfinalize.__all__
+
+
+def test_every_public_name_imports_and_is_the_thing_its_home_defines():
+    import importlib
+
+    for name, home in kubectl_unfinalize._HOMES.items():
+        module = importlib.import_module(f"kubectl_unfinalize.{home}")
+        assert getattr(kubectl_unfinalize, name) is getattr(module, name), name
+
+
+def test_the_scan_verb_is_exported_as_whole_as_the_run_verb():
+    exported = set(kubectl_unfinalize.__all__)
+    assert {"unfinalize", "run", "Options", "Selection", "Report", "Outcome", "Progress"} <= exported
+    assert {"scan", "run_scan", "ScanOptions", "ScanReport", "Group", "State"} <= exported
+    assert {"TerminatingCrd", "TerminatingNamespace", "Manager", "Fix"} <= exported
