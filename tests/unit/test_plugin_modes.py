@@ -13,9 +13,7 @@ from types import SimpleNamespace
 import entry_points
 import pytest
 
-from kubectl_unfinalize import api
-from kubectl_unfinalize.model import Action, Outcome, Report
-from kubectl_unfinalize.scanning.model import Group, ScanReport, State
+from kubectl_unfinalize import Action, Group, Outcome, Report, ScanReport, State, api
 
 pytest_plugins = ["pytester"]
 

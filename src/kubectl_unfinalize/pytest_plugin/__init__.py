@@ -25,7 +25,7 @@ from collections.abc import Generator
 
 import pytest
 
-from ..scanning.model import ScanReport
+from .. import ScanReport
 from .freeing import Book, Teardown, free, look
 from .settings import Settings, add_options, read
 from .summary import Outcome, judge, lines

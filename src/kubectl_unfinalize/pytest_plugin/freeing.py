@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 
 import kubectl_unfinalize
 
-from ..errors import ClusterError, ConfigError, UnfinalizeError
-from ..model import Action, Report
-from ..scanning.model import ScanReport
+from .. import Action, ClusterError, ConfigError, Report, ScanReport, UnfinalizeError
 from .plan import Call, plan
 from .settings import Settings
 

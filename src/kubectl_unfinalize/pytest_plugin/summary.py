@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..scanning.model import Group, ScanReport
+from .. import Group, ScanReport
 from .freeing import Book, Freed
 from .settings import Settings
 
