@@ -1,6 +1,6 @@
-"""The public names: kubectl_unfinalize/__init__.py lists them three times (`__all__` for
-`import *` and readers, the `TYPE_CHECKING` imports for type checkers, `_HOMES` for the
-lazy import at run time), and nothing but this test keeps the three lists one."""
+"""The public names and the verbs' shape. kubectl_unfinalize/__init__.py lists the names three
+times (`__all__` for `import *` and readers, the `TYPE_CHECKING` imports for type checkers,
+`_HOMES` for the lazy import at run time), and nothing but this test keeps the three lists one."""
 
 from __future__ import annotations
 
@@ -43,3 +43,18 @@ def test_the_scan_verb_is_exported_as_whole_as_the_run_verb():
     assert {"unfinalize", "run", "Options", "Selection", "Report", "Outcome", "Progress"} <= exported
     assert {"scan", "run_scan", "ScanOptions", "ScanReport", "Group", "State"} <= exported
     assert {"TerminatingCrd", "TerminatingNamespace", "Manager", "Fix"} <= exported
+
+
+def test_every_verb_can_be_interrupted_from_another_thread(monkeypatch):
+    import inspect
+    import threading
+
+    from kubectl_unfinalize import api
+
+    for verb in (api.unfinalize, api.run, api.scan, api.run_scan):
+        assert "interrupt" in inspect.signature(verb).parameters, verb.__name__
+    given = {}
+    monkeypatch.setattr(api, "run", lambda *args, **kwargs: given.update(kwargs))
+    event = threading.Event()
+    api.unfinalize(crds=["widgets.example.com"], interrupt=event)
+    assert given["interrupt"] is event
