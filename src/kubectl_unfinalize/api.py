@@ -192,7 +192,7 @@ def scan(
     grouped by finalizer and type, with its owner, the liveness evidence and the command
     that frees it (stuck and pending ones). Reads only. For a test session's final check::
 
-        scan(kubeconfig=path, wait=True).raise_if_stuck()
+        scan(kubeconfig=path, wait=True).raise_for_failure()
 
     `older_than` (seconds) leaves out what has waited less; `grace` (seconds, default
     scanning.evidence.GRACE) is how long after its deletion an object with no evidence

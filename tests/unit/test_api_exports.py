@@ -58,3 +58,18 @@ def test_every_verb_can_be_interrupted_from_another_thread(monkeypatch):
     event = threading.Event()
     api.unfinalize(crds=["widgets.example.com"], interrupt=event)
     assert given["interrupt"] is event
+
+
+def test_both_reports_raise_through_one_name_and_the_old_scan_name_warns():
+    import pytest
+
+    from kubectl_unfinalize import Group, IncompleteError, Report, ScanReport, State
+
+    assert Report().raise_for_failure() is not None and ScanReport().raise_for_failure() is not None
+    fields = dict(kind="Widget", api_version="example.com/v1", namespaced=True, count=1, terminating=True)
+    when = dict(oldest_seconds=9.0, oldest_deletion="", namespaces=["a"], sample=["a/w"], owner="", owner_kind="")
+    stuck = Group("example.com/f", "widgets.example.com", **fields, **when, state=State.STUCK, stuck=True)
+    with pytest.raises(IncompleteError):
+        ScanReport(groups=[stuck]).raise_for_failure()
+    with pytest.warns(DeprecationWarning, match="raise_for_failure"), pytest.raises(IncompleteError):
+        ScanReport(groups=[stuck]).raise_if_stuck()
