@@ -4,7 +4,7 @@ file's `unfinalize = MODE`) asks for it: no section, no request, no environment 
 
 When it acts (settings.py has the modes):
 - session start (free, strict): frees what a kept cluster still holds from an earlier run;
-- from the last test's teardown to the end of the session (free, strict): freeing.Teardown
+- from the last test's teardown to the end of the session (free, strict): teardown.Teardown
   looks and frees on a thread of its own, so a session fixture blocked in
   `kubectl delete -f crds/` finishes. The last test's teardown is where pytest tears the
   session's fixtures down (nextitem None); a session stopped early (-x, Ctrl-C) tears them
@@ -26,9 +26,9 @@ from collections.abc import Generator
 import pytest
 
 from .. import ScanReport
-from .freeing import Book, Teardown, free, look
 from .settings import Settings, add_options, read
 from .summary import Outcome, judge, lines
+from .teardown import Book, Teardown, free, look
 
 __all__ = ["pytest_addoption", "pytest_configure"]
 NAME = "unfinalize-session"

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .. import Group, ScanReport
-from .freeing import Book, Freed
 from .settings import Settings
+from .teardown import Book, Freed
 
 PHASES = {"start": "at session start (left by an earlier run)", "teardown": "during the teardown", "end": "after it"}
 SHOWN_NAMESPACES = 5
