@@ -27,7 +27,7 @@ import pytest
 
 from .. import ScanReport
 from .settings import Settings, add_options, read
-from .summary import Outcome, judge, lines
+from .summary import Verdict, judge, lines
 from .teardown import Book, Teardown, free, look
 
 __all__ = ["pytest_addoption", "pytest_configure"]
@@ -57,7 +57,7 @@ class PluginSession:
         self.nodes = 0  # xdist workers that collected
         self.ended: set[tuple[str, str]] = set()  # (worker, test) whose call (or failed setup) was reported
         self.failures = 0
-        self.outcome: Outcome | None = None
+        self.verdict: Verdict | None = None
         self.final: ScanReport | None = None
 
     @pytest.hookimpl(tryfirst=True)
@@ -107,19 +107,19 @@ class PluginSession:
         if final is not None and self.settings.frees and free(final, self.settings, self.book, "end"):
             final = look(self.settings, self.book, "end")
         self.final = final
-        self.outcome = judge(self.settings, self.book, final)
-        if self.outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        self.verdict = judge(self.settings, self.book, final)
+        if self.verdict.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.outcome is None:
+        if self.verdict is None:
             return
-        strict = " (--unfinalize=strict: the session fails)" if self.outcome.failed else ""
+        strict = " (--unfinalize=strict: the session fails)" if self.verdict.failed else ""
         if not self.book.reached:
             why = next(iter(self.book.unreachable.values()), None) or "; ".join(self.book.failures)
             terminalreporter.write_line(f"unfinalize: WARNING no reachable cluster: {why}{strict}", yellow=True)
             return
-        failed = self.outcome.failed
+        failed = self.verdict.failed
         terminalreporter.write_sep("=", f"unfinalize: {self.settings.mode}", red=failed, green=not failed)
-        for line in lines(self.settings, self.book, self.final, self.outcome):
+        for line in lines(self.settings, self.book, self.final, self.verdict):
             terminalreporter.write_line(line, red=line.startswith("FAILED"))

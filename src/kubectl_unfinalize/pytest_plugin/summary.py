@@ -16,7 +16,7 @@ SHOWN_NAMESPACES = 5
 
 
 @dataclass
-class Outcome:
+class Verdict:
     """The plugin's last word on the session."""
 
     held: list[Group]  # in scope, after the session (any verdict)
@@ -24,7 +24,7 @@ class Outcome:
     failed: bool  # strict: the session fails
 
 
-def judge(settings: Settings, book: Book, final: ScanReport | None) -> Outcome:
+def judge(settings: Settings, book: Book, final: ScanReport | None) -> Verdict:
     narrowing = settings.narrowing
     held = [g for g in final.groups if g.terminating and narrowing.covers(g)] if final else []
     stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held if g.stuck or g.pending]
@@ -39,7 +39,7 @@ def judge(settings: Settings, book: Book, final: ScanReport | None) -> Outcome:
         ]
     freed = book.objects_freed("teardown", "end")
     failed = settings.mode == "strict" and bool(freed or stuck or book.failures or final is None)
-    return Outcome(held, stuck, failed)
+    return Verdict(held, stuck, failed)
 
 
 def _namespaces(names: list[str]) -> str:
@@ -78,7 +78,7 @@ def _held(groups: list[Group], settings: Settings) -> Iterator[str]:
             yield f"        free: {command}"
 
 
-def lines(settings: Settings, book: Book, final: ScanReport | None, outcome: Outcome) -> Iterator[str]:
+def lines(settings: Settings, book: Book, final: ScanReport | None, verdict: Verdict) -> Iterator[str]:
     if settings.frees:
         for phase, words in PHASES.items():
             entries = [f for f in book.freed.values() if f.phase == phase]
@@ -93,17 +93,17 @@ def lines(settings: Settings, book: Book, final: ScanReport | None, outcome: Out
         yield f"could not free: {failure}"
     if final is not None:
         waited = f", waited {final.waited:.1f}s for pending deletions" if final.waited >= 0.05 else ""
-        if outcome.held:
+        if verdict.held:
             yield f"held by finalizers after the session (scanned {final.types} types{waited}):"
-            yield from _held(outcome.held, settings)
+            yield from _held(verdict.held, settings)
         else:
             yield f"nothing held by finalizers after the session (scanned {final.types} types{waited})"
-        yield from (f"  {line}" for line in outcome.stuck if line.startswith(("CRD ", "namespace ")))
-    if outcome.failed:
+        yield from (f"  {line}" for line in verdict.stuck if line.startswith(("CRD ", "namespace ")))
+    if verdict.failed:
         freed = book.objects_freed("teardown", "end")
         whose = sorted({f.finalizer for f in book.freed.values() if f.phase != "start"})
         reasons = [f"{freed} objects had to be freed from {', '.join(whose)}"] * bool(freed)
-        reasons += [f"{len(outcome.stuck)} still held"] * bool(outcome.stuck)
+        reasons += [f"{len(verdict.stuck)} still held"] * bool(verdict.stuck)
         if final is None:
             reasons.append("the cluster could not be checked after the session")
         if book.failures:
