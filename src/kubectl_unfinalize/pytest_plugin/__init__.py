@@ -28,7 +28,7 @@ import pytest
 from .. import ScanReport
 from .settings import Settings, add_options, read
 from .summary import Verdict, judge, lines
-from .teardown import Book, Teardown, free, look
+from .teardown import Ledger, Teardown, free, look
 
 __all__ = ["pytest_addoption", "pytest_configure"]
 NAME = "unfinalize-session"
@@ -51,8 +51,8 @@ class PluginSession:
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
-        self.book = Book()
-        self.teardown = Teardown(settings, self.book)
+        self.ledger = Ledger()
+        self.teardown = Teardown(settings, self.ledger)
         self.distributed = False  # the xdist controller (its plugin registers after this one's configure)
         self.nodes = 0  # xdist workers that collected
         self.ended: set[tuple[str, str]] = set()  # (worker, test) whose call (or failed setup) was reported
@@ -65,9 +65,9 @@ class PluginSession:
         self.session = session
         self.distributed = self.config.pluginmanager.has_plugin("dsession")
         if self.settings.frees:
-            report = look(self.settings, self.book, "start")
+            report = look(self.settings, self.ledger, "start")
             if report is not None:
-                free(report, self.settings, self.book, "start")
+                free(report, self.settings, self.ledger, "start")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -103,11 +103,11 @@ class PluginSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """After pytest's own session finish, which tore down what the last test had not."""
         self.teardown.stop()
-        final = look(self.settings, self.book, "end", wait=True)
-        if final is not None and self.settings.frees and free(final, self.settings, self.book, "end"):
-            final = look(self.settings, self.book, "end")
+        final = look(self.settings, self.ledger, "end", wait=True)
+        if final is not None and self.settings.frees and free(final, self.settings, self.ledger, "end"):
+            final = look(self.settings, self.ledger, "end")
         self.final = final
-        self.verdict = judge(self.settings, self.book, final)
+        self.verdict = judge(self.settings, self.ledger, final)
         if self.verdict.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -115,11 +115,11 @@ class PluginSession:
         if self.verdict is None:
             return
         strict = " (--unfinalize=strict: the session fails)" if self.verdict.failed else ""
-        if not self.book.reached:
-            why = next(iter(self.book.unreachable.values()), None) or "; ".join(self.book.failures)
+        if not self.ledger.reached:
+            why = next(iter(self.ledger.unreachable.values()), None) or "; ".join(self.ledger.failures)
             terminalreporter.write_line(f"unfinalize: WARNING no reachable cluster: {why}{strict}", yellow=True)
             return
         failed = self.verdict.failed
         terminalreporter.write_sep("=", f"unfinalize: {self.settings.mode}", red=failed, green=not failed)
-        for line in lines(self.settings, self.book, self.final, self.verdict):
+        for line in lines(self.settings, self.ledger, self.final, self.verdict):
             terminalreporter.write_line(line, red=line.startswith("FAILED"))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .. import Group, ScanReport
 from .settings import Settings
-from .teardown import Book, Freed
+from .teardown import Freed, Ledger
 
 PHASES = {"start": "at session start (left by an earlier run)", "teardown": "during the teardown", "end": "after it"}
 SHOWN_NAMESPACES = 5
@@ -24,7 +24,7 @@ class Verdict:
     failed: bool  # strict: the session fails
 
 
-def judge(settings: Settings, book: Book, final: ScanReport | None) -> Verdict:
+def judge(settings: Settings, ledger: Ledger, final: ScanReport | None) -> Verdict:
     narrowing = settings.narrowing
     held = [g for g in final.groups if g.terminating and narrowing.covers(g)] if final else []
     stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held if g.stuck or g.pending]
@@ -37,8 +37,8 @@ def judge(settings: Settings, book: Book, final: ScanReport | None) -> Verdict:
             for n in final.namespaces
             if (n.stuck or n.pending) and narrowing.covers_namespace(n)
         ]
-    freed = book.objects_freed("teardown", "end")
-    failed = settings.mode == "strict" and bool(freed or stuck or book.failures or final is None)
+    freed = ledger.objects_freed("teardown", "end")
+    failed = settings.mode == "strict" and bool(freed or stuck or ledger.failures or final is None)
     return Verdict(held, stuck, failed)
 
 
@@ -78,18 +78,18 @@ def _held(groups: list[Group], settings: Settings) -> Iterator[str]:
             yield f"        free: {command}"
 
 
-def lines(settings: Settings, book: Book, final: ScanReport | None, verdict: Verdict) -> Iterator[str]:
+def lines(settings: Settings, ledger: Ledger, final: ScanReport | None, verdict: Verdict) -> Iterator[str]:
     if settings.frees:
         for phase, words in PHASES.items():
-            entries = [f for f in book.freed.values() if f.phase == phase]
+            entries = [f for f in ledger.freed.values() if f.phase == phase]
             if entries:
                 yield f"freed {words}: {sum(f.count for f in entries)} objects"
                 yield from _freed(entries)
-        if not book.freed:
+        if not ledger.freed:
             yield "freed nothing: no deletion was held past the grace by a finalizer without a live controller"
-    for phase, why in book.unreachable.items():
+    for phase, why in ledger.unreachable.items():
         yield f"could not read the cluster {PHASES[phase].split(' (')[0]}: {why}"
-    for failure in book.failures:
+    for failure in ledger.failures:
         yield f"could not free: {failure}"
     if final is not None:
         waited = f", waited {final.waited:.1f}s for pending deletions" if final.waited >= 0.05 else ""
@@ -100,12 +100,12 @@ def lines(settings: Settings, book: Book, final: ScanReport | None, verdict: Ver
             yield f"nothing held by finalizers after the session (scanned {final.types} types{waited})"
         yield from (f"  {line}" for line in verdict.stuck if line.startswith(("CRD ", "namespace ")))
     if verdict.failed:
-        freed = book.objects_freed("teardown", "end")
-        whose = sorted({f.finalizer for f in book.freed.values() if f.phase != "start"})
+        freed = ledger.objects_freed("teardown", "end")
+        whose = sorted({f.finalizer for f in ledger.freed.values() if f.phase != "start"})
         reasons = [f"{freed} objects had to be freed from {', '.join(whose)}"] * bool(freed)
         reasons += [f"{len(verdict.stuck)} still held"] * bool(verdict.stuck)
         if final is None:
             reasons.append("the cluster could not be checked after the session")
-        if book.failures:
-            reasons.append(f"{len(book.failures)} could not be freed")
+        if ledger.failures:
+            reasons.append(f"{len(ledger.failures)} could not be freed")
         yield f"FAILED (--unfinalize=strict): {', '.join(reasons)}"
