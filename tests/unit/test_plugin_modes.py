@@ -24,7 +24,7 @@ SECTION = "= unfinalize:"
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
     """The entry point on sys.path, as an installed wheel has it."""
-    assert entry_points.declared() == {"unfinalize": "kubectl_unfinalize.pytest_plugin"}
+    assert entry_points.declared() == {"unfinalize": "kubectl_unfinalize.pytest_plugin.plugin"}
     monkeypatch.syspath_prepend(str(entry_points.install(tmp_path / "site")))
 
 
@@ -275,7 +275,7 @@ def test_no_reachable_cluster_is_one_warning_line(pytester, installed, tmp_path,
 
 
 def test_under_xdist_the_controller_starts_freeing_once_every_test_ran():
-    from kubectl_unfinalize.pytest_plugin import PluginSession
+    from kubectl_unfinalize.pytest_plugin.plugin import PluginSession
     from kubectl_unfinalize.pytest_plugin.settings import Settings
 
     config = SimpleNamespace(pluginmanager=SimpleNamespace(has_plugin=lambda name: name == "dsession"))

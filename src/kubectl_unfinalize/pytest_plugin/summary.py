@@ -1,6 +1,6 @@
 """The terminal summary's section: what was freed (per phase) and what is still held,
 grouped by finalizer, each type with its count, namespaces, verdict and evidence; and the
-strict verdict. Lines only: __init__ writes them."""
+strict verdict. Lines only: plugin.py writes them."""
 
 from __future__ import annotations
 
