@@ -53,7 +53,7 @@ def group(resource="children.op.example.com", state=State.STUCK, finalizer=KOPF,
     return Group(finalizer=finalizer, resource=resource, **defaults)
 
 
-class FakeCluster:
+class FakeApi:
     """The public API as the plugin sees it. Before the tests ran (a file the inner test
     writes says so) a scan returns `leftover`; after, `teardown` until unfinalize() freed
     it; every unfinalize() writes the file a session fixture's teardown waits for."""
@@ -82,7 +82,7 @@ class FakeCluster:
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch, pytester):
-    fake = FakeCluster(tmp_path)
+    fake = FakeApi(tmp_path)
     monkeypatch.setattr(api, "scan", fake.scan)
     monkeypatch.setattr(api, "unfinalize", fake.unfinalize)
     monkeypatch.setenv("TESTS_RAN", str(fake.ran))
