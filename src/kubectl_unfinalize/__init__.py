@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import run, scan, unfinalize
+    from .api import run, run_scan, scan, unfinalize
     from .errors import (
         ApiError,
         ClusterError,
@@ -21,9 +21,10 @@ if TYPE_CHECKING:
         PermissionDenied,
         UnfinalizeError,
     )
-    from .model import Action, Outcome, Report, Targets
+    from .model import Action, Outcome, Progress, Report, Targets
     from .options import ConnectionOptions, DryRun, Options, Selection
-    from .scanning.model import ScanReport
+    from .scanning.model import Fix, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
+    from .scanning.options import ScanOptions
 
 __all__ = [
     "Action",
@@ -32,18 +33,27 @@ __all__ = [
     "ConfigError",
     "ConnectionOptions",
     "DryRun",
+    "Fix",
+    "Group",
     "IncompleteError",
     "InputError",
+    "Manager",
     "Options",
     "Outcome",
     "PermissionDenied",
+    "Progress",
     "Report",
+    "ScanOptions",
     "ScanReport",
     "Selection",
+    "State",
     "Targets",
+    "TerminatingCrd",
+    "TerminatingNamespace",
     "UnfinalizeError",
     "__version__",
     "run",
+    "run_scan",
     "scan",
     "unfinalize",
 ]
@@ -52,7 +62,15 @@ _HOMES = {
     "unfinalize": "api",
     "run": "api",
     "scan": "api",
+    "run_scan": "api",
+    "ScanOptions": "scanning.options",
     "ScanReport": "scanning.model",
+    "Group": "scanning.model",
+    "State": "scanning.model",
+    "Manager": "scanning.model",
+    "Fix": "scanning.model",
+    "TerminatingCrd": "scanning.model",
+    "TerminatingNamespace": "scanning.model",
     "ConnectionOptions": "options",
     "DryRun": "options",
     "Options": "options",
@@ -66,6 +84,7 @@ _HOMES = {
     "UnfinalizeError": "errors",
     "IncompleteError": "errors",
     "Outcome": "model",
+    "Progress": "model",
     "Report": "model",
     "Targets": "model",
 }

@@ -65,6 +65,7 @@ def unfinalize(
     on_outcome: OutcomeListener | None = None,
     on_progress: ProgressListener | None = None,
     confirm: Confirm | None = None,
+    interrupt: threading.Event | None = None,
 ) -> Report:
     """Free the custom resources of the selected CRDs (and the selected objects), and
     everything with finalizers inside the selected namespaces (by name, or by label with
@@ -78,7 +79,8 @@ def unfinalize(
     credentials even renewed. Once writing has started, every failure is an outcome in
     the returned Report, so a teardown can decide whether a partial result is acceptable
     (or call `raise_for_failure()`); credentials rejected then end the run, and the
-    Report carries the error (`stopped_by`) beside what was done.
+    Report carries the error (`stopped_by`) beside what was done. Setting `interrupt`
+    (from another thread) ends the call as its timeout would, and the Report says so.
 
     Objects of any type, as kubectl names them: ``unfinalize(resource="pvc", names=["data"],
     namespace="db")``, ``unfinalize(objects=["configmap/a", "secret/b"])``, or by label with
@@ -125,7 +127,15 @@ def unfinalize(
         remove_dead_webhooks=remove_dead_webhooks,
     )
     connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
-    return run(selection, options, connection, on_outcome=on_outcome, on_progress=on_progress, confirm=confirm)
+    return run(
+        selection,
+        options,
+        connection,
+        on_outcome=on_outcome,
+        on_progress=on_progress,
+        confirm=confirm,
+        interrupt=interrupt,
+    )
 
 
 def run(
@@ -182,7 +192,7 @@ def scan(
     grouped by finalizer and type, with its owner, the liveness evidence and the command
     that frees it (stuck and pending ones). Reads only. For a test session's final check::
 
-        scan(kubeconfig=path, wait=True).raise_if_stuck()
+        scan(kubeconfig=path, wait=True).raise_for_failure()
 
     `older_than` (seconds) leaves out what has waited less; `grace` (seconds, default
     scanning.evidence.GRACE) is how long after its deletion an object with no evidence

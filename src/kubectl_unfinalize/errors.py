@@ -39,7 +39,7 @@ class ConfigError(UnfinalizeError):
 
 
 class IncompleteError(UnfinalizeError):
-    """Raised by Report.raise_for_failure: something is still blocked."""
+    """Raised by raise_for_failure() of a Report or a ScanReport: something is still blocked."""
 
 
 class ClusterError(UnfinalizeError):

@@ -276,7 +276,7 @@ def test_the_python_api_reports_the_same_and_raises_in_a_final_check(world, kube
     stuck = {(g.finalizer, g.resource) for g in report.groups if g.stuck}
     assert (KOPF, world.stalls.name) in stuck and (KOPF, world.gadgets.name) not in stuck
     with pytest.raises(IncompleteError, match=f"{STALLS} {world.stalls.name} held by {KOPF}"):
-        report.raise_if_stuck()
+        report.raise_for_failure()
 
 
 def run_printed(command: str, cli, kubectl) -> subprocess.CompletedProcess:

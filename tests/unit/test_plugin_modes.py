@@ -13,9 +13,7 @@ from types import SimpleNamespace
 import entry_points
 import pytest
 
-from kubectl_unfinalize import api
-from kubectl_unfinalize.model import Action, Outcome, Report
-from kubectl_unfinalize.scanning.model import Group, ScanReport, State
+from kubectl_unfinalize import Action, Group, Outcome, Report, ScanReport, State, api
 
 pytest_plugins = ["pytester"]
 
@@ -26,7 +24,7 @@ SECTION = "= unfinalize:"
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
     """The entry point on sys.path, as an installed wheel has it."""
-    assert entry_points.declared() == {"unfinalize": "kubectl_unfinalize.pytest_plugin"}
+    assert entry_points.declared() == {"unfinalize": "kubectl_unfinalize.pytest_plugin.plugin"}
     monkeypatch.syspath_prepend(str(entry_points.install(tmp_path / "site")))
 
 
@@ -55,7 +53,7 @@ def group(resource="children.op.example.com", state=State.STUCK, finalizer=KOPF,
     return Group(finalizer=finalizer, resource=resource, **defaults)
 
 
-class FakeCluster:
+class FakeApi:
     """The public API as the plugin sees it. Before the tests ran (a file the inner test
     writes says so) a scan returns `leftover`; after, `teardown` until unfinalize() freed
     it; every unfinalize() writes the file a session fixture's teardown waits for."""
@@ -84,7 +82,7 @@ class FakeCluster:
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch, pytester):
-    fake = FakeCluster(tmp_path)
+    fake = FakeApi(tmp_path)
     monkeypatch.setattr(api, "scan", fake.scan)
     monkeypatch.setattr(api, "unfinalize", fake.unfinalize)
     monkeypatch.setenv("TESTS_RAN", str(fake.ran))
@@ -277,7 +275,7 @@ def test_no_reachable_cluster_is_one_warning_line(pytester, installed, tmp_path,
 
 
 def test_under_xdist_the_controller_starts_freeing_once_every_test_ran():
-    from kubectl_unfinalize.pytest_plugin import PluginSession
+    from kubectl_unfinalize.pytest_plugin.plugin import PluginSession
     from kubectl_unfinalize.pytest_plugin.settings import Settings
 
     config = SimpleNamespace(pluginmanager=SimpleNamespace(has_plugin=lambda name: name == "dsession"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from test_plugin_modes import KOPF, group
 
+from kubectl_unfinalize import ScanReport, State, TerminatingCrd
 from kubectl_unfinalize.pytest_plugin.plan import plan
 from kubectl_unfinalize.pytest_plugin.settings import Narrowing
-from kubectl_unfinalize.scanning.model import ScanReport, State, TerminatingCrd
 
 PVC = "kubernetes.io/pvc-protection"
 EVERYTHING = Narrowing()

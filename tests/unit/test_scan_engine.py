@@ -240,7 +240,7 @@ def test_nothing_to_report():
     fake = FakeScanCluster({})
     report = scan(fake, ScanOptions(), clock=lambda: NOW)
     assert report.ok and render(report, "text").startswith("nothing is stuck")
-    report.raise_if_stuck()
+    report.raise_for_failure()
 
 
 def test_evidence_that_cannot_be_read_is_said_and_never_guessed():

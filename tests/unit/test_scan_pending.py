@@ -52,7 +52,7 @@ def test_pending_groups_crds_and_namespaces_get_their_commands_and_are_not_ok():
     assert namespace.pending and namespace.commands == ["kubectl unfinalize ns ns-going --delete"]
     assert report.stuck == [] and len(report.pending) == 3 and not report.ok
     with pytest.raises(IncompleteError, match="pending: deleted 5s ago"):
-        report.raise_if_stuck()
+        report.raise_for_failure()
     document = report.to_dict()
     jsonschema.validate(document, SCHEMA)
     assert (document["ok"], document["stuck"], document["pending"], document["waitedSeconds"]) == (False, 0, 3, 0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scanning.model import Group, ScanReport, State
+from .. import Group, ScanReport, State
 from .settings import Narrowing
 
 

@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 
 import pytest
 
-from ..scanning.model import Group, TerminatingCrd, TerminatingNamespace
+from .. import Group, TerminatingCrd, TerminatingNamespace
 
 MODES = ("report", "free", "strict")
 DEFAULT_GRACE = 5.0  # a test operator that is alive removes its finalizer within a second or two

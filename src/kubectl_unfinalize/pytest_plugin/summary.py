@@ -1,22 +1,22 @@
 """The terminal summary's section: what was freed (per phase) and what is still held,
 grouped by finalizer, each type with its count, namespaces, verdict and evidence; and the
-strict verdict. Lines only: __init__ writes them."""
+strict verdict. Lines only: plugin.py writes them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..scanning.model import Group, ScanReport
-from .freeing import Book, Freed
+from .. import Group, ScanReport
 from .settings import Settings
+from .teardown import Freed, Ledger
 
 PHASES = {"start": "at session start (left by an earlier run)", "teardown": "during the teardown", "end": "after it"}
 SHOWN_NAMESPACES = 5
 
 
 @dataclass
-class Outcome:
+class Verdict:
     """The plugin's last word on the session."""
 
     held: list[Group]  # in scope, after the session (any verdict)
@@ -24,7 +24,7 @@ class Outcome:
     failed: bool  # strict: the session fails
 
 
-def judge(settings: Settings, book: Book, final: ScanReport | None) -> Outcome:
+def judge(settings: Settings, ledger: Ledger, final: ScanReport | None) -> Verdict:
     narrowing = settings.narrowing
     held = [g for g in final.groups if g.terminating and narrowing.covers(g)] if final else []
     stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held if g.stuck or g.pending]
@@ -37,9 +37,9 @@ def judge(settings: Settings, book: Book, final: ScanReport | None) -> Outcome:
             for n in final.namespaces
             if (n.stuck or n.pending) and narrowing.covers_namespace(n)
         ]
-    freed = book.objects_freed("teardown", "end")
-    failed = settings.mode == "strict" and bool(freed or stuck or book.failures or final is None)
-    return Outcome(held, stuck, failed)
+    freed = ledger.objects_freed("teardown", "end")
+    failed = settings.mode == "strict" and bool(freed or stuck or ledger.failures or final is None)
+    return Verdict(held, stuck, failed)
 
 
 def _namespaces(names: list[str]) -> str:
@@ -78,34 +78,34 @@ def _held(groups: list[Group], settings: Settings) -> Iterator[str]:
             yield f"        free: {command}"
 
 
-def lines(settings: Settings, book: Book, final: ScanReport | None, outcome: Outcome) -> Iterator[str]:
+def lines(settings: Settings, ledger: Ledger, final: ScanReport | None, verdict: Verdict) -> Iterator[str]:
     if settings.frees:
         for phase, words in PHASES.items():
-            entries = [f for f in book.freed.values() if f.phase == phase]
+            entries = [f for f in ledger.freed.values() if f.phase == phase]
             if entries:
                 yield f"freed {words}: {sum(f.count for f in entries)} objects"
                 yield from _freed(entries)
-        if not book.freed:
+        if not ledger.freed:
             yield "freed nothing: no deletion was held past the grace by a finalizer without a live controller"
-    for phase, why in book.unreachable.items():
+    for phase, why in ledger.unreachable.items():
         yield f"could not read the cluster {PHASES[phase].split(' (')[0]}: {why}"
-    for failure in book.failures:
+    for failure in ledger.failures:
         yield f"could not free: {failure}"
     if final is not None:
         waited = f", waited {final.waited:.1f}s for pending deletions" if final.waited >= 0.05 else ""
-        if outcome.held:
+        if verdict.held:
             yield f"held by finalizers after the session (scanned {final.types} types{waited}):"
-            yield from _held(outcome.held, settings)
+            yield from _held(verdict.held, settings)
         else:
             yield f"nothing held by finalizers after the session (scanned {final.types} types{waited})"
-        yield from (f"  {line}" for line in outcome.stuck if line.startswith(("CRD ", "namespace ")))
-    if outcome.failed:
-        freed = book.objects_freed("teardown", "end")
-        whose = sorted({f.finalizer for f in book.freed.values() if f.phase != "start"})
+        yield from (f"  {line}" for line in verdict.stuck if line.startswith(("CRD ", "namespace ")))
+    if verdict.failed:
+        freed = ledger.objects_freed("teardown", "end")
+        whose = sorted({f.finalizer for f in ledger.freed.values() if f.phase != "start"})
         reasons = [f"{freed} objects had to be freed from {', '.join(whose)}"] * bool(freed)
-        reasons += [f"{len(outcome.stuck)} still held"] * bool(outcome.stuck)
+        reasons += [f"{len(verdict.stuck)} still held"] * bool(verdict.stuck)
         if final is None:
             reasons.append("the cluster could not be checked after the session")
-        if book.failures:
-            reasons.append(f"{len(book.failures)} could not be freed")
+        if ledger.failures:
+            reasons.append(f"{len(ledger.failures)} could not be freed")
         yield f"FAILED (--unfinalize=strict): {', '.join(reasons)}"

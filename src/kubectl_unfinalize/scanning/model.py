@@ -6,6 +6,7 @@ docs/scan.schema.json; a field is added there before it is added here.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -212,12 +213,18 @@ class ScanReport:
         """Nothing held: nothing stuck and nothing pending (the command line's exit 0)."""
         return not (self.stuck or self.pending)
 
-    def raise_if_stuck(self) -> ScanReport:
+    def raise_for_failure(self) -> ScanReport:
         """For a test session's final check: fail with what is stuck or still pending and
-        how to free it (scan(wait=True) first waits for the pending to be judged)."""
+        how to free it (scan(wait=True) first waits for the pending to be judged). Named
+        as Report's: a teardown ends `unfinalize(...)` and `scan(...)` the same way."""
         if not self.ok:
             raise IncompleteError("; ".join(_stuck_line(item) for item in [*self.stuck, *self.pending]))
         return self
+
+    def raise_if_stuck(self) -> ScanReport:
+        """The earlier name of raise_for_failure, which the README taught: warns, then does the same."""
+        warnings.warn("ScanReport.raise_if_stuck() is deprecated: use raise_for_failure()", DeprecationWarning, 2)
+        return self.raise_for_failure()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -37,7 +37,7 @@ KOPF_GROUPS = ("kopf.dev", "zalando.org")
 
 
 @dataclass
-class Listed:
+class TypeTally:
     """What the list of one type left: its groups' tallies and how many objects it had."""
 
     resource: Resource
@@ -55,8 +55,8 @@ def discover(cluster: ScanCluster) -> tuple[list[ServedType], list[str]]:
     return served.preferred("list"), list(served.unavailable)
 
 
-def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> Listed:
-    listed = Listed(resource)
+def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> TypeTally:
+    listed = TypeTally(resource)
     query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
     is_crd = resource.qualified == CRD_RESOURCE.qualified
     try:
@@ -74,7 +74,7 @@ def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, no
     return listed
 
 
-def _tally(listed: Listed, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool) -> None:
+def _tally(listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool) -> None:
     deletion = timestamp(meta.get("deletionTimestamp"))
     if is_crd:
         listed.names.add(str(meta.get("name") or ""))
@@ -120,7 +120,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     report.not_scanned += [listed.failure for listed in lists if listed.failure]
     report.not_scanned += [f"evidence: {failure}" for failure in (apiservice_failure, lease_failure) if failure]
     crd_list = next(
-        (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), Listed(CRD_RESOURCE)
+        (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), TypeTally(CRD_RESOURCE)
     )
     totals = {listed.resource.qualified: (-1 if listed.failure else listed.total) for listed in lists}
     states = [ApiServiceState.read(obj) for obj in apiservices]

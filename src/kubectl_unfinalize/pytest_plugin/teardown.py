@@ -1,5 +1,5 @@
 """The plugin's work on the cluster, through the public API only: a scan, then the
-unfinalize(...) calls plan.py chose, and what came of them kept in a Book.
+unfinalize(...) calls plan.py chose, and what came of them kept in a Ledger.
 
 While the session tears down, the work runs on a thread of its own (Teardown): the main
 thread is then inside a fixture's teardown, often blocked in `kubectl delete -f crds/`
@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 
 import kubectl_unfinalize
 
-from ..errors import ClusterError, ConfigError, UnfinalizeError
-from ..model import Action, Report
-from ..scanning.model import ScanReport
+from .. import Action, ClusterError, ConfigError, Report, ScanReport, UnfinalizeError
 from .plan import Call, plan
 from .settings import Settings
 
@@ -50,7 +48,7 @@ class Freed:
 
 
 @dataclass
-class Book:
+class Ledger:
     """What the plugin did and met, per phase (session start, teardown, session end)."""
 
     freed: dict[tuple[str, str, str], Freed] = field(default_factory=dict)
@@ -88,43 +86,43 @@ class Book:
 
 
 def look(
-    settings: Settings, book: Book, phase: str, wait: bool = False, interrupt: threading.Event | None = None
+    settings: Settings, ledger: Ledger, phase: str, wait: bool = False, interrupt: threading.Event | None = None
 ) -> ScanReport | None:
     """One scan with the settings' grace (wait: until nothing is pending); None when the
-    cluster could not be read, which the book keeps (not when `interrupt` cut it short)."""
+    cluster could not be read, which the ledger keeps (not when `interrupt` cut it short)."""
     timeout = SCAN_TIMEOUT + (settings.grace if wait else 0.0)
     try:
         report = kubectl_unfinalize.scan(grace=settings.grace, wait=wait, timeout=timeout, interrupt=interrupt)
     except (ConfigError, ClusterError) as exc:
         if interrupt is None or not interrupt.is_set():
-            book.cannot_reach(phase, exc)
+            ledger.cannot_reach(phase, exc)
         return None
     except UnfinalizeError as exc:
-        book.failed(f"scan: {exc}")
+        ledger.failed(f"scan: {exc}")
         return None
-    book.reached.add(phase)
+    ledger.reached.add(phase)
     return report
 
 
-def free(report: ScanReport, settings: Settings, book: Book, phase: str) -> int:
+def free(report: ScanReport, settings: Settings, ledger: Ledger, phase: str) -> int:
     """Send the calls plan() chose for `report`; the number of objects freed."""
-    before = book.objects_freed(phase)
+    before = ledger.objects_freed(phase)
     for call in plan(report, settings.narrowing, settings.grace, settle=phase == "start"):
         try:
             result = kubectl_unfinalize.unfinalize(**call.kwargs, timeout=CALL_TIMEOUT)
         except UnfinalizeError as exc:
-            book.failed(f"unfinalize {call.resource}: {exc}")
+            ledger.failed(f"unfinalize {call.resource}: {exc}")
             continue
-        book.record(phase, call, result)
-    return book.objects_freed(phase) - before
+        ledger.record(phase, call, result)
+    return ledger.objects_freed(phase) - before
 
 
 class Teardown:
     """Looks and frees on a thread from start() until stop(); at most one thread."""
 
-    def __init__(self, settings: Settings, book: Book) -> None:
+    def __init__(self, settings: Settings, ledger: Ledger) -> None:
         self.settings = settings
-        self.book = book
+        self.ledger = ledger
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -142,9 +140,9 @@ class Teardown:
         while not self.stopping.is_set():
             started = time.monotonic()
             try:
-                report = look(self.settings, self.book, "teardown", interrupt=self.stopping)
+                report = look(self.settings, self.ledger, "teardown", interrupt=self.stopping)
                 if report is not None and not self.stopping.is_set():
-                    free(report, self.settings, self.book, "teardown")
+                    free(report, self.settings, self.ledger, "teardown")
             except Exception as exc:  # noqa: BLE001 - a thread that dies says nothing: say it in the summary
-                self.book.failed(f"unexpected {type(exc).__name__} during the teardown: {exc}")
+                self.ledger.failed(f"unexpected {type(exc).__name__} during the teardown: {exc}")
             self.stopping.wait(max(POLL, 3 * (time.monotonic() - started)))
