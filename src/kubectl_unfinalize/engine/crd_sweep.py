@@ -20,7 +20,9 @@ from ..kube.paging import ListQuery
 from ..model import CRD, Action, ObjectMeta, crd_ref
 from ..options import DryRun
 from . import conversion, diagnose
+from .context import RunContext
 from .freeing import Freer
+from .sightings import Sightings
 from .workers import Job, ReadAhead
 
 Place = Callable[[], AbstractContextManager[object]]
@@ -86,60 +88,149 @@ class CrdState:
             on_settled(self)
 
 
-def jobs(freer: Freer, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
-    """Runs on a listing thread (crd_pass), page by page: one job per instance to free.
-    A list the CRD's conversion webhook fails is listed again only after the remedy
-    (--delete), a few times with backoff while the API server catches up; otherwise it
-    is the CRD's one lasting failure, never re-listed until the deadline. Each page is
-    read holding a `place` (one of the requests in flight the pacing allows)."""
-    state.listed = True
-    lists = 0
-    while True:
-        lists += 1
-        failure = yield from _list(freer, state, place)
-        if failure is None:
-            return
-        state.listed = False
-        if not conversion.is_failure(failure):
-            message = diagnose.list_failure(failure, state.crd.resource)
-            freer.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
-            return
-        wait = _conversion_failed(freer, state, failure, lists)
-        if wait is None or freer.deadline.remaining() <= wait:
-            return
-        time.sleep(wait)  # on its listing thread: the other lists and the jobs go on meanwhile
+class CrdSweep:
+    """One CRD's instances, each pass: listed page by page, one job each to free (and,
+    with --delete, to delete first); then the CRD itself. Construct once per run."""
+
+    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings) -> None:
+        self.run = run
+        self.freer = freer
+        self.sightings = sightings
+
+    def jobs(self, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
+        """Runs on a listing thread (crd_pass), page by page: one job per instance to free.
+        A list the CRD's conversion webhook fails is listed again only after the remedy
+        (--delete), a few times with backoff while the API server catches up; otherwise it
+        is the CRD's one lasting failure, never re-listed until the deadline. Each page is
+        read holding a `place` (one of the requests in flight the pacing allows)."""
         state.listed = True
+        lists = 0
+        while True:
+            lists += 1
+            failure = yield from self._list(state, place)
+            if failure is None:
+                return
+            state.listed = False
+            if not conversion.is_failure(failure):
+                message = diagnose.list_failure(failure, state.crd.resource)
+                self.run.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
+                return
+            wait = self._conversion_failed(state, failure, lists)
+            if wait is None or self.run.deadline.remaining() <= wait:
+                return
+            time.sleep(wait)  # on its listing thread: the other lists and the jobs go on meanwhile
+            state.listed = True
 
+    def _list(self, state: CrdState, place: Place) -> Generator[Job, None, UnfinalizeError | None]:
+        """One list of the CRD's instances, a job for each to free; the error that ended it.
+        A list started again after a failure may yield an object twice: freeing it twice
+        ends in the same state (the second DELETE or patch finds it gone or free)."""
+        options = self.run.options
+        query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
+        pages = ReadAhead(_held(self.run.cluster.list_meta(state.crd.resource, query), place))
+        try:
+            self.freer.cleared()  # no outcome, and no write, before the RBAC preflight passed
+        except BaseException:
+            pages.close()
+            raise
+        try:
+            for page in pages:
+                for meta in page:
+                    self.sightings.saw(meta)
+                    if self.freer.wanted(meta):
+                        if len(self.run.options.removable(list(meta.finalizers))) < len(meta.finalizers):
+                            state.kept = True  # what blocks it then is that finalizer, not the cleanup
+                        state.started()
+                        # A bulk patch answered 2xx is freed and never handed to _free_instance.
+                        yield self.freer.fast(meta, partial(self._free_instance, state, meta), state.finished)
+        except RUN_ENDED:
+            state.listed = False  # the diagnosis at the deadline says what is left
+        except UnfinalizeError as exc:
+            return exc
+        finally:
+            pages.close()
+        return None
 
-def _list(freer: Freer, state: CrdState, place: Place) -> Generator[Job, None, UnfinalizeError | None]:
-    """One list of the CRD's instances, a job for each to free; the error that ended it.
-    A list started again after a failure may yield an object twice: freeing it twice
-    ends in the same state (the second DELETE or patch finds it gone or free)."""
-    options = freer.options
-    query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
-    pages = ReadAhead(_held(freer.cluster.list_meta(state.crd.resource, query), place))
-    try:
-        freer.cleared()  # no outcome, and no write, before the RBAC preflight passed
-    except BaseException:
-        pages.close()
-        raise
-    try:
-        for page in pages:
-            for meta in page:
-                freer.seen.add(meta.uid)
-                if freer.wanted(meta):
-                    if len(freer.options.removable(list(meta.finalizers))) < len(meta.finalizers):
-                        state.kept = True  # what blocks it then is that finalizer, not the cleanup
-                    state.started()
-                    # A bulk patch answered 2xx is freed and never handed to _free_instance.
-                    yield freer.fast(meta, partial(_free_instance, freer, state, meta), state.finished)
-    except RUN_ENDED:
-        state.listed = False  # the diagnosis at the deadline says what is left
-    except UnfinalizeError as exc:
-        return exc
-    finally:
-        pages.close()
-    return None
+    def _conversion_failed(self, state: CrdState, failure: UnfinalizeError, lists: int) -> float | None:
+        """The list failed on the CRD's conversion webhook: the seconds to wait before listing
+        again, or None when this pass lists it no more. With --delete the webhook is switched
+        off once (conversion.disable) and recorded; a dry run only says so. Without --delete,
+        after the remedy was refused, or when the failure outlasts it, the CRD gets one
+        failure naming the webhook and is dropped from the run (refused: waiting cannot help)."""
+        options, book, ref = self.run.options, self.run.book, crd_ref(state.crd.name)
+        listing = f"cannot list {state.crd.resource.qualified}: {failure}"
+        try:
+            hook = conversion.read(self.run.cluster, state.crd, failure)
+        except UnfinalizeError:
+            hook = None  # the failure itself is named; the rest is a best effort
+        why = ""
+        if options.delete and hook is not None and not state.reconfigured:
+            try:
+                conversion.disable(self.run.cluster, state.crd, options.dry_run)
+            except UnfinalizeError as exc:
+                why = f"cannot set spec.conversion.strategy to None: {diagnose.explain(exc, 'patch', ref.resource)}"
+            else:
+                state.reconfigured = True
+                book.add(
+                    ref, Action.RECONFIGURED, message=conversion.remedy_line(hook, options.dry_run), aspect="conversion"
+                )
+                if options.dry_run is not DryRun.NONE:
+                    state.listed = True  # nothing changed: the preview goes on to the CRD's deletion
+                    return None
+                return conversion.FIRST_BACKOFF
+        elif (state.reconfigured or (options.delete and hook is None)) and options.dry_run is DryRun.NONE:
+            if lists <= conversion.LISTS_AFTER_REMEDY:
+                return float(conversion.FIRST_BACKOFF * 2.0 ** (lists - 2))
+            after = " after spec.conversion.strategy was set to None" if state.reconfigured else ""
+            why = f"still failing {lists} lists{after}"
+        state.refused = True
+        book.add(ref, Action.FAILED, message=conversion.lasting_line(listing, state.crd, hook, why), aspect="list")
+        return None
+
+    def _free_instance(self, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
+        failed = True
+        try:
+            failed = not self.freer.contain(meta.ref, "free", partial(self._delete_then_free, meta, sent))
+        finally:
+            state.finished(failed)
+
+    def _delete_then_free(self, meta: ObjectMeta, sent: bool) -> bool:
+        """Instances are deleted silently (the CRD's own line says it): the DELETE is there
+        to set the deletionTimestamp before the finalizers go. `sent`: the bulk sender sent
+        the finalizer patch already, and no answer came."""
+        options = self.run.options
+        if options.delete and not meta.terminating and options.dry_run.sends_writes:
+            deleted = self.run.cluster.delete(meta.ref, options.dry_run)
+            if deleted is None or deleted.remaining is None:
+                return True  # gone already, or gone at once
+            meta = deleted.remaining
+        return self.freer.free(meta, sent)
+
+    def delete(self, state: CrdState) -> None:
+        """On a worker: delete the CRD, its failure its outcome."""
+        self.freer.contain(crd_ref(state.crd.name), "delete", partial(self._delete_crd, state))
+
+    def _delete_crd(self, state: CrdState) -> bool:
+        ref = crd_ref(state.crd.name)
+        dry_run = self.run.options.dry_run
+        if dry_run is DryRun.CLIENT:
+            found = self.run.cluster.get_meta(ref)
+            state.uid = found.uid if found else ""
+            if found is not None:
+                self.run.book.add(ref, Action.DELETED)
+            return True
+        try:
+            deleted = self.run.cluster.delete(ref, dry_run)
+        except (Forbidden, Invalid):
+            state.refused = True
+            raise
+        if deleted is None:
+            state.uid = ""
+            self.run.book.add(ref, Action.GONE, message="not found")
+            return True
+        state.uid, state.version = deleted.uid, deleted.version
+        self.run.book.add(ref, Action.DELETED)
+        return True
 
 
 def _held(pages: Iterator[list[ObjectMeta]], place: Place) -> Iterator[list[ObjectMeta]]:
@@ -151,89 +242,3 @@ def _held(pages: Iterator[list[ObjectMeta]], place: Place) -> Iterator[list[Obje
         if page is None:
             return
         yield page
-
-
-def _conversion_failed(freer: Freer, state: CrdState, failure: UnfinalizeError, lists: int) -> float | None:
-    """The list failed on the CRD's conversion webhook: the seconds to wait before listing
-    again, or None when this pass lists it no more. With --delete the webhook is switched
-    off once (conversion.disable) and recorded; a dry run only says so. Without --delete,
-    after the remedy was refused, or when the failure outlasts it, the CRD gets one
-    failure naming the webhook and is dropped from the run (refused: waiting cannot help)."""
-    options, book, ref = freer.options, freer.book, crd_ref(state.crd.name)
-    listing = f"cannot list {state.crd.resource.qualified}: {failure}"
-    try:
-        hook = conversion.read(freer.cluster, state.crd, failure)
-    except UnfinalizeError:
-        hook = None  # the failure itself is named; the rest is a best effort
-    why = ""
-    if options.delete and hook is not None and not state.reconfigured:
-        try:
-            conversion.disable(freer.cluster, state.crd, options.dry_run)
-        except UnfinalizeError as exc:
-            why = f"cannot set spec.conversion.strategy to None: {diagnose.explain(exc, 'patch', ref.resource)}"
-        else:
-            state.reconfigured = True
-            book.add(
-                ref, Action.RECONFIGURED, message=conversion.remedy_line(hook, options.dry_run), aspect="conversion"
-            )
-            if options.dry_run is not DryRun.NONE:
-                state.listed = True  # nothing changed: the preview goes on to the CRD's deletion
-                return None
-            return conversion.FIRST_BACKOFF
-    elif (state.reconfigured or (options.delete and hook is None)) and options.dry_run is DryRun.NONE:
-        if lists <= conversion.LISTS_AFTER_REMEDY:
-            return float(conversion.FIRST_BACKOFF * 2.0 ** (lists - 2))
-        after = " after spec.conversion.strategy was set to None" if state.reconfigured else ""
-        why = f"still failing {lists} lists{after}"
-    state.refused = True
-    book.add(ref, Action.FAILED, message=conversion.lasting_line(listing, state.crd, hook, why), aspect="list")
-    return None
-
-
-def _free_instance(freer: Freer, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
-    failed = True
-    try:
-        failed = not freer.contain(meta.ref, "free", partial(_delete_then_free, freer, meta, sent))
-    finally:
-        state.finished(failed)
-
-
-def _delete_then_free(freer: Freer, meta: ObjectMeta, sent: bool) -> bool:
-    """Instances are deleted silently (the CRD's own line says it): the DELETE is there
-    to set the deletionTimestamp before the finalizers go. `sent`: the bulk sender sent
-    the finalizer patch already, and no answer came."""
-    options = freer.options
-    if options.delete and not meta.terminating and options.dry_run.sends_writes:
-        deleted = freer.cluster.delete(meta.ref, options.dry_run)
-        if deleted is None or deleted.remaining is None:
-            return True  # gone already, or gone at once
-        meta = deleted.remaining
-    return freer.free(meta, sent)
-
-
-def delete(freer: Freer, state: CrdState) -> None:
-    """On a worker: delete the CRD, its failure its outcome."""
-    freer.contain(crd_ref(state.crd.name), "delete", partial(_delete_crd, freer, state))
-
-
-def _delete_crd(freer: Freer, state: CrdState) -> bool:
-    ref = crd_ref(state.crd.name)
-    dry_run = freer.options.dry_run
-    if dry_run is DryRun.CLIENT:
-        found = freer.cluster.get_meta(ref)
-        state.uid = found.uid if found else ""
-        if found is not None:
-            freer.book.add(ref, Action.DELETED)
-        return True
-    try:
-        deleted = freer.cluster.delete(ref, dry_run)
-    except (Forbidden, Invalid):
-        state.refused = True
-        raise
-    if deleted is None:
-        state.uid = ""
-        freer.book.add(ref, Action.GONE, message="not found")
-        return True
-    state.uid, state.version = deleted.uid, deleted.version
-    freer.book.add(ref, Action.DELETED)
-    return True

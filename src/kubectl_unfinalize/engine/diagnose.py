@@ -18,6 +18,7 @@ from ..kube.port import Cluster
 from ..model import CRD, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
 from ..options import Options
 from .outcomes import OutcomeBook
+from .sightings import Sightings
 from .workers import Mapper
 
 EXAMPLES = 5
@@ -57,21 +58,19 @@ def final_check(
     book: OutcomeBook,
     lists: Sequence[tuple[Resource, str | None]],
     objects: list[ObjectRef],
-    live: Mapping[str, tuple[ObjectRef, str]],
-    first_freed: float | None,
+    sightings: Sightings,
     pool: Mapper,
-    live_in: Mapping[tuple[Resource, str | None], int] | None = None,
 ) -> None:
     """Without --delete a live controller may put finalizers back on objects that are not
-    being deleted. `live` holds the freed objects that had no deletionTimestamp (uid ->
+    being deleted. `sightings.live` holds the freed objects that had no deletionTimestamp (uid ->
     the object and the resourceVersion this run's patch left it at, "" when its answer
     did not say): the others are gone, so when it is empty there is nothing to wait for.
     `lists` are the (type, namespace) pairs where they were (None: every namespace), and
-    `live_in` how many of them each holds; they are read again sixteen at a time (or
+    `sightings.live_places` how many of them each holds; they are read again sixteen at a time (or
     watched, all at once) on the engine's threads, whose connections are open: on a far cluster each list
     page is a round trip, and the pages of one list can only be read one after the other.
 
-    The wait counts from `first_freed`, when the first of them was freed: a controller
+    The wait counts from `sightings.first_live`, when the first of them was freed: a controller
     that is running puts finalizers back on every object it sees freed, so once the
     earliest one had `settle` seconds, reading them all again shows it; a long run
     therefore re-reads at once, and only a short one waits for the rest of `settle`.
@@ -96,6 +95,7 @@ def final_check(
     that history (410 Expired: a long run, or a restarted API server), when the watch
     names fewer objects than the run freed there (its history was cut short), and for a
     namespaced type listed across many namespaces (Table rows carry no namespace)."""
+    live, first_freed, live_in = sightings.live, sightings.first_live, sightings.live_places
     if not live:
         return
     waited = 0.0 if first_freed is None else time.monotonic() - first_freed
@@ -144,7 +144,7 @@ def final_check(
     def watch(place: tuple[Resource, str | None, str]) -> list[ObjectRef] | None:
         """The objects of a place written more than once since its list, or None: list it."""
         resource, namespace, since = place
-        freed = (live_in or {}).get((resource, namespace if resource.namespaced else None), 0)
+        freed = live_in.get((resource, namespace if resource.namespaced else None), 0)
         seconds = max(1, math.ceil(rest)) + freed // WATCH_EVENTS_PER_SECOND
         written = cluster.written_since(resource, replace(query, namespace=namespace), since, seconds)
         if written is None or len(written) < freed:
