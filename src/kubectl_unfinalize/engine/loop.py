@@ -27,7 +27,7 @@ from .. import finalizers
 from ..deadline import Deadline
 from ..errors import UnfinalizeError
 from ..kube.port import Cluster
-from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Resource, Targets, crd_ref, namespace_ref
+from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
 from . import crd_pass, diagnose, namespace_reads, object_sweep
 from .admission import Admission, guard
@@ -35,6 +35,7 @@ from .background import Gate
 from .context import RunContext
 from .crd_pass import CrdPass
 from .crd_sweep import CrdState, CrdSweep
+from .final_check import FinalCheck
 from .freeing import Freer
 from .namespace_sweep import NamespaceState, NamespaceSweep
 from .object_sweep import ObjectState, ObjectSweep
@@ -46,7 +47,6 @@ from .workers import Workers
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.01  # a small teardown's CRD is often gone within tens of ms; doubling reaches --poll soon
-SPLIT_LISTS = 64  # the final check lists a CRD per namespace when its freed objects were in this many or fewer
 
 ProgressListener = Callable[[Progress], None]
 
@@ -273,35 +273,14 @@ class Engine:
     def _final_check(self, pending: _Targets, report: Report) -> None:
         self.workers.release_connections()  # its lists run on the workers' threads
         try:
-            diagnose.final_check(
-                self.cluster,
-                self.options,
-                self.book,
-                self._lists_again(pending),
-                [o.ref for o in pending.objects],
-                self.sightings,
-                self.workers,
-            )
+            check = FinalCheck(self.cluster, self.options, self.book, self.sightings, self.workers)
+            crds = [state.crd.resource for state in pending.crds]
+            check.run(crds, self.namespaces.live_lists, [o.ref for o in pending.objects])
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"
         terminating = [n for n in pending.spaces if n.terminating]
         if terminating and self.namespaces.unavailable:  # the namespace controller cannot finish on its own
             self._diagnose(_Targets([], [], terminating), "not finished")
-
-    def _lists_again(self, pending: _Targets) -> list[tuple[Resource, str | None]]:
-        """Where the freed objects that may take finalizers back are: each CRD's namespaces
-        that had one (its whole list when there are many), and a namespace's types."""
-        places = self.sightings.live_places
-        lists: list[tuple[Resource, str | None]] = []
-        for state in pending.crds:
-            resource = state.crd.resource
-            spaces = sorted({ns or "" for r, ns in places if r == resource})
-            if resource.namespaced and self.options.namespace is None and len(spaces) <= SPLIT_LISTS:
-                lists += [(resource, ns) for ns in spaces]
-            elif spaces:
-                lists.append((resource, self.options.namespace))
-        lists += sorted(self.namespaces.live_lists, key=lambda item: (item[1], item[0].qualified))
-        return lists
 
     def _diagnose(self, pending: _Targets, why: str) -> None:
         grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
