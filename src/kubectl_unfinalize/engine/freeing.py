@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import finalizers
 from ..errors import RUN_ENDED, Conflict, NotFound, UnfinalizeError
-from ..kube.cluster import remove_all
+from ..kube.port import RemoveAll
 from ..model import Action, ObjectKey, ObjectMeta, ObjectRef
 from ..options import DryRun
 from . import diagnose
@@ -50,7 +50,7 @@ class Freer:
     def fast(
         self, meta: ObjectMeta, job: Callable[..., object], then: Callable[[], object] | None = None
     ) -> Callable[[], object]:
-        """`job`, or the bulk patch that removes every finalizer when that is all `job`
+        """`job`, or the RemoveAll of `meta` (the bulk sender's write) when that is all `job`
         would write (no finalizer named, no dry run, nothing to delete first); the bulk
         sender runs `job` instead after any answer but a 2xx, as `job(True)` when the
         patch went out and no answer came (it may have been applied). `then` runs after
@@ -63,7 +63,7 @@ class Freer:
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
         done = partial(self._freed_in_bulk, meta)
-        return remove_all(meta, done if then is None else partial(_both, done, then), job)
+        return RemoveAll(meta, done if then is None else partial(_both, done, then), job)
 
     def free_known(self, meta: ObjectMeta) -> bool:
         self._sightings.saw(meta)

@@ -26,7 +26,7 @@ from functools import partial
 from .. import finalizers
 from ..deadline import Deadline
 from ..errors import UnfinalizeError
-from ..kube.port import Cluster
+from ..kube.port import Cluster, PlumbedCluster
 from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
 from . import crd_pass, diagnose, namespace_reads, object_sweep
@@ -41,7 +41,7 @@ from .namespace_sweep import NamespaceState, NamespaceSweep
 from .object_sweep import ObjectState, ObjectSweep
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
-from .preflight import preflight
+from .preflight import ask_ahead, preflight
 from .sightings import Sightings
 from .workers import Workers
 
@@ -68,12 +68,13 @@ class Engine:
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: PlumbedCluster,
         options: Options,
         deadline: Deadline,
         on_outcome: OutcomeListener | None = None,
         on_progress: ProgressListener | None = None,
         retain: bool = True,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.options = options
@@ -99,10 +100,24 @@ class Engine:
         self.crds = CrdPass(run, CrdSweep(run, self.freer, self.sightings), self.workers)
         cluster.pace(self.pacing.refused, self.workers.parked)
         self._on_progress = on_progress or (lambda _: None)
+        self._on_warning = on_warning or (lambda _: None)
         self._done = self._total = 0
         self._crds: list[CrdState] = []  # every CRD of the run, for the progress of their deletion
 
+    @staticmethod
+    def prepare(cluster: Cluster, options: Options, declared: Targets) -> None:
+        """Before the targets are resolved: start the RBAC reviews the run will ask first,
+        for the CRDs `declared` (named or in manifests, not read yet), so that they are
+        answered while the CRDs are read."""
+        ask_ahead(cluster, declared, options)
+
     def run(self, targets: Targets, skipped: Iterable[str] = ()) -> Report:
+        """Free (and delete) `targets`; `on_warning` is told first when the timeout looks
+        too short for the API server to remove the CRDs to delete (a provider's hundreds)."""
+        options = self.options
+        if options.delete and options.wait and options.dry_run is DryRun.NONE:
+            if warning := crd_pass.too_long(len(targets.crds), options.deadline_seconds):
+                self._on_warning(warning)
         started = time.monotonic()
         report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
         pending = _Targets(
