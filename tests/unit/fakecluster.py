@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Literal
 
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine.loop import Engine
+from kubectl_unfinalize.engine import Engine
 from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
 from kubectl_unfinalize.kube.paging import Listed, ListQuery
 from kubectl_unfinalize.kube.port import Deleted, PlumbedCluster, RemoveAll, Sink

@@ -13,8 +13,7 @@ import pytest
 from fakecluster import WIDGET_CRD, FakeCluster, run_engine
 
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine import final_check
-from kubectl_unfinalize.engine.loop import Engine
+from kubectl_unfinalize.engine import Engine, final_check
 from kubectl_unfinalize.errors import Forbidden, Invalid, NotFound, Unreachable
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, Action, ObjectRef, Resource, Targets
 from kubectl_unfinalize.options import Options

@@ -2,12 +2,12 @@
 was deleted is gone, and what to say when the deadline passes. Returns a Report and
 never prints.
 
-Each sweep owns one kind of target (crd_sweep, namespace_sweep, object_sweep); freeing
+Each sweep owns one kind of target (crd_instances, namespace_sweep, object_sweep); freeing
 does the writes. With --delete, namespaces are deleted first, CRD instances and manifest
 objects are deleted as they are freed, and a CRD once its instances are gone or going;
 the loop then re-lists until everything deleted is gone (comparing uids) or the deadline
 passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one job
-(crd_pass): their lists run at once, each CRD is deleted as soon as its own instances
+(crds): their lists run at once, each CRD is deleted as soon as its own instances
 are done, and the wait reads them all with one list of CRDs per poll.
 
 Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
@@ -29,12 +29,12 @@ from ..errors import UnfinalizeError
 from ..kube.port import Cluster, PlumbedCluster
 from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
-from . import crd_pass, diagnose, namespace_reads, object_sweep
+from . import diagnose, namespace_reads, object_sweep
 from .admission import Admission, guard
 from .background import Gate
 from .context import RunContext
-from .crd_pass import CrdPass
-from .crd_sweep import CrdState, CrdSweep
+from .crd_instances import CrdInstances, CrdState
+from .crds import CrdPass, due, too_long
 from .final_check import FinalCheck
 from .freeing import Freer
 from .namespace_sweep import NamespaceState, NamespaceSweep
@@ -97,7 +97,7 @@ class Engine:
             self.pacing.wake_at,
             bulk=partial(cluster.bulk, cap=options.concurrency, warm=self.pacing.limit if bulk_only else 0),
         )
-        self.crds = CrdPass(run, CrdSweep(run, self.freer, self.sightings), self.workers)
+        self.crds = CrdPass(run, CrdInstances(run, self.freer, self.sightings), self.workers)
         cluster.pace(self.pacing.refused, self.workers.parked)
         self._on_progress = on_progress or (lambda _: None)
         self._on_warning = on_warning or (lambda _: None)
@@ -116,7 +116,7 @@ class Engine:
         too short for the API server to remove the CRDs to delete (a provider's hundreds)."""
         options = self.options
         if options.delete and options.wait and options.dry_run is DryRun.NONE:
-            if warning := crd_pass.too_long(len(targets.crds), options.deadline_seconds):
+            if warning := too_long(len(targets.crds), options.deadline_seconds):
                 self._on_warning(warning)
         started = time.monotonic()
         report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
@@ -235,7 +235,7 @@ class Engine:
         False when the deadline cut it short."""
         now = time.monotonic()
         seen = any(c.began is not None for c in self._crds)  # the cleanup controller at work on one of them
-        listing = [c for c in pending.crds if crd_pass.due(c, now, seen)]  # a deleted CRD only when overdue
+        listing = [c for c in pending.crds if due(c, now, seen)]  # a deleted CRD only when overdue
         self.namespaces.begin_pass()
         self.admission.begin_pass()
         for job in self._jobs(pending, listing):
@@ -253,7 +253,7 @@ class Engine:
         return True
 
     def _jobs(self, pending: _Targets, crds: list[CrdState]) -> Iterator[Callable[[], object]]:
-        # Each CRD is deleted as soon as its instances are done (crd_pass); the lists
+        # Each CRD is deleted as soon as its instances are done (crds); the lists
         # wait for the preflight once under way.
         jobs = self.crds.jobs(crds)
         try:

@@ -48,7 +48,7 @@ class NamespaceSweep:
         self.freer = freer
         self.sightings = sightings
         self._pool = _Pool(run.options.concurrency)
-        self.discovery: namespace_reads.Discovery | None = None
+        self.discovery: namespace_reads.NamespacedTypes | None = None
         self.unavailable: list[str] = []
         self.live_lists: set[tuple[Resource, str]] = set()
         self._user: str | None = None
@@ -129,7 +129,7 @@ class NamespaceSweep:
                 yield partial(self.freer.contain, meta.ref, "free", partial(self.freer.free, meta))
         state.contents, state.held = contents, held
 
-    def _discover(self, ref: ObjectRef) -> namespace_reads.Discovery | None:
+    def _discover(self, ref: ObjectRef) -> namespace_reads.NamespacedTypes | None:
         if self.discovery is None:
             try:
                 self.discovery = namespace_reads.discover(self.run.cluster)

@@ -1,7 +1,7 @@
 """Many CRDs as one job (an uninstalled crossplane provider leaves hundreds).
 
 Listing. The instances of several CRDs are listed at once, each list on a thread of its
-own (CrdSweep.jobs, with its read-ahead), and their jobs reach the main thread through
+own (CrdInstances.jobs, with its read-ahead), and their jobs reach the main thread through
 one bounded queue as the pages arrive: the frees of one CRD start while others are still
 listed, and an empty CRD costs one list in the shadow of the others. At most LISTS lists
 are under way, and each page is read holding a place among the requests in flight the
@@ -9,7 +9,7 @@ pacing allows (Workers.hold): lists and writes share one limit, so a throttled s
 that grants a few seats is asked no more than it grants.
 
 Deleting. With --delete a CRD is deleted as soon as its own list has ended and each of
-its instance jobs has finished, every one freed or gone (crd_sweep.CrdState.finished):
+its instance jobs has finished, every one freed or gone (crd_instances.CrdState.finished):
 a CRD with no instances is deleted at once, while the others are still freed. The order
 rule holds per CRD: each instance got its deletionTimestamp before its finalizers went,
 and a CRD with an instance that could not be freed is not deleted (not in this pass).
@@ -50,7 +50,7 @@ from ..errors import UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import CRD, CRD_RESOURCE, STILL_BLOCKING, Action, ObjectMeta, crd_ref
 from .context import RunContext
-from .crd_sweep import CrdState, CrdSweep
+from .crd_instances import CrdInstances, CrdState
 from .workers import Job, Workers
 
 LISTS = 16  # CRD instance lists under way at once, at most (a list of 3 objects takes a round trip as a write does)
@@ -70,9 +70,9 @@ _END = object()
 class CrdPass:
     """The CRDs' part of each pass: construct once per run."""
 
-    def __init__(self, run: RunContext, sweep: CrdSweep, workers: Workers) -> None:
+    def __init__(self, run: RunContext, instances: CrdInstances, workers: Workers) -> None:
         self.run = run
-        self.sweep = sweep
+        self.instances = instances
         self.workers = workers
         self._watching = True  # until a watch could not tell: then the loop polls
 
@@ -146,7 +146,7 @@ class CrdPass:
             stop.set()
 
     def _list(self, state: CrdState, put: Callable[[object], bool], stop: threading.Event) -> None:
-        jobs = self.sweep.jobs(state, self.workers.hold)
+        jobs = self.instances.jobs(state, self.workers.hold)
         try:
             for job in jobs:
                 if not put(job):
@@ -164,7 +164,7 @@ class CrdPass:
 
     def _delete(self, state: CrdState) -> None:
         state.deleted_at, state.relist_every = time.monotonic(), RELIST_AFTER
-        self.sweep.delete(state)
+        self.instances.delete(state)
 
     def still_there(self, states: list[CrdState]) -> list[CrdState]:
         """Of the CRDs this run deleted, those still there with the uid it deleted; one list

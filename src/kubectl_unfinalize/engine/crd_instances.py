@@ -38,7 +38,7 @@ class CrdState:
     listed: bool = True  # False when the last pass could not list its instances
     kept: bool = False  # an instance keeps a finalizer this run leaves (--finalizer, a built-in's)
     reconfigured: bool = False  # its dead conversion webhook was switched off by this run
-    # Once deleted (crd_pass): when, its resourceVersion then, when the cleanup controller
+    # Once deleted (crds): when, its resourceVersion then, when the cleanup controller
     # was first seen at work on it (it changed), and when its instances are listed again.
     deleted_at: float = 0.0
     version: str = ""
@@ -88,7 +88,7 @@ class CrdState:
             on_settled(self)
 
 
-class CrdSweep:
+class CrdInstances:
     """One CRD's instances, each pass: listed page by page, one job each to free (and,
     with --delete, to delete first); then the CRD itself. Construct once per run."""
 
@@ -98,7 +98,7 @@ class CrdSweep:
         self.sightings = sightings
 
     def jobs(self, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
-        """Runs on a listing thread (crd_pass), page by page: one job per instance to free.
+        """Runs on a listing thread (crds), page by page: one job per instance to free.
         A list the CRD's conversion webhook fails is listed again only after the remedy
         (--delete), a few times with backoff while the API server catches up; otherwise it
         is the CRD's one lasting failure, never re-listed until the deadline. Each page is
