@@ -13,10 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .deadline import Deadline
-from .engine.crd_pass import too_long
-from .engine.loop import Engine, ProgressListener
-from .engine.outcomes import OutcomeListener
-from .engine.preflight import ask_ahead
+from .engine import Engine, OutcomeListener, ProgressListener
 from .errors import InputError
 from .kube.cluster import HttpCluster
 from .kube.config import connect
@@ -159,16 +156,13 @@ def run(
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
     with connect(connection) as transport:
         cluster = HttpCluster(transport, Deadline(options.deadline_seconds, interrupt))
-        ask_ahead(cluster, Targets(crds=declared_crds(selection, documents)), options)
+        Engine.prepare(cluster, options, Targets(crds=declared_crds(selection, documents)))
         targets = resolve(cluster, selection, documents, options.namespace or transport.namespace)
         if confirm is not None and targets:
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
-        if on_warning is not None and options.delete and options.wait and options.dry_run is DryRun.NONE:
-            if warning := too_long(len(targets.crds), options.deadline_seconds):
-                on_warning(warning)
-        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain)
+        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning)
         return engine.run(targets, skipped=targets.missing)
 
 

@@ -273,7 +273,7 @@ def test_an_access_review_of_resource_star_stands_for_a_group_only_when_a_rule_g
 
 
 def test_a_timeout_too_short_for_the_crds_to_delete_is_said_before_the_run(cp, client, tool):
-    """The API server removes deleted CRDs one after another (crd_pass.CLEANUP_SECONDS
+    """The API server removes deleted CRDs one after another (crds.CLEANUP_SECONDS
     each): a provider's thousands outlast the default 5 minutes, and the run says so first."""
     group, _ = make_group(client, 10, 0, 0)
     result = tool("crd", "--group", group, "--delete", "--timeout", "2s")

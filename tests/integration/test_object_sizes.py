@@ -72,7 +72,7 @@ def test_one_patch_per_object_whatever_its_size(
 
 
 BIG = 100 * 1024
-MANY_BIG = 360  # 36 MB of annotations: more than the final check would read again (diagnose.WATCH_OVER)
+MANY_BIG = 360  # 36 MB of annotations: more than the final check would read again (final_check.WATCH_OVER)
 SPACES = 4
 
 

@@ -14,13 +14,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine.loop import Engine
+from kubectl_unfinalize.engine import Engine
 from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
 from kubectl_unfinalize.kube.paging import Listed, ListQuery
-from kubectl_unfinalize.kube.port import Cluster, Deleted
+from kubectl_unfinalize.kube.port import Deleted, PlumbedCluster, RemoveAll, Sink
 from kubectl_unfinalize.model import (
     CRD,
     CRD_RESOURCE,
@@ -33,7 +34,6 @@ from kubectl_unfinalize.model import (
     Resource,
     Targets,
 )
-from kubectl_unfinalize.net.bulk import BulkPatch, Sink
 from kubectl_unfinalize.options import DryRun, Options
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
@@ -55,7 +55,7 @@ class Stored:
 
 Hook = Callable[[str, ObjectRef], None]
 # How the fake bulk sender's request for one object ends:
-# "ok"       applied, answered 2xx: job.done(), then sink.finished(started)
+# "ok"       applied, answered 2xx: job.done(version), then sink.finished(started)
 # "refused"  answered non-2xx, not applied (a 500): handed back with sink.requeue(job)
 # "429"      the same, answered 429: counted in cluster.pushbacks
 # "applied"  applied, then the connection dropped before the answer: handed back as sent
@@ -200,12 +200,10 @@ class FakeCluster:
             scripted = self.answers.get(name)
             return scripted.pop(0) if scripted else "ok"
 
-    def remove_all(self, path: str) -> ObjectRef | None:
-        """The bulk patch to `path` on the store: what the API server applies; the ref, or
+    def remove_all(self, ref: ObjectRef) -> ObjectRef | None:
+        """The bulk patch of `ref` on the store: what the API server applies; the ref, or
         None when there is no such object (a 404)."""
-        with self.lock:
-            ref = next((r for r in self.objects if r.resource.path(r.namespace, r.name) == path), None)
-        if ref is None:
+        if ref not in self.objects:
             return None
         self._call("patch", ref)
         with self.lock:
@@ -389,12 +387,12 @@ class FakeBulk:
         self.cluster = cluster
         self.sink = sink
         self.sent: list[str] = []
-        self._jobs: queue.SimpleQueue[tuple[BulkPatch, float] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[RemoveAll, float] | None] = queue.SimpleQueue()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="fake-bulk", daemon=True)
         self._thread.start()
 
-    def put(self, job: BulkPatch) -> None:
+    def put(self, job: RemoveAll) -> None:
         self._jobs.put((job, time.monotonic()))
         if self._stopped:  # after a bug here, or close(): the workers send it
             self._hand_back()
@@ -425,8 +423,8 @@ class FakeBulk:
             if item is not None:
                 self.sink.requeue(item[0])
 
-    def _one(self, job: BulkPatch, started: float) -> None:
-        name = job.path.rpartition("/")[2].partition("?")[0]  # the object, without the query
+    def _one(self, job: RemoveAll, started: float) -> None:
+        name = job.meta.ref.name
         self.sent.append(name)
         try:
             answer = self.cluster.answer(name)
@@ -437,24 +435,24 @@ class FakeBulk:
                 self.sink.requeue(job)  # answered: not applied, the workers send it afresh
                 return
             if answer == "lost":
-                self.sink.requeue(job.resend)  # sent, no answer: it may have been applied
+                self.sink.requeue(partial(job.fallback, True))  # sent, no answer: it may have been applied
                 return
             try:
-                applied = self.cluster.remove_all(job.path.partition("?")[0])
+                applied = self.cluster.remove_all(job.meta.ref)
             except Exception:  # noqa: BLE001 - a hook's failure: not a 2xx
                 applied = None
             if applied is None:  # answered 404 or another refusal
                 self.sink.requeue(job)
                 return
             if answer == "applied":
-                self.sink.requeue(job.resend)
+                self.sink.requeue(partial(job.fallback, True))
                 return
         except BaseException:
             self.sink.requeue(job)  # not lost to a bug here
             raise
         version = self.cluster.patched_at.get(applied, 0)
         try:
-            job.done(b'{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"%d"}}' % version)
+            job.done(str(version))
         finally:
             self.sink.finished(started)
 
@@ -476,5 +474,5 @@ def run_engine(
 
 
 def _held_to_the_port() -> None:
-    """Never called: mypy checks that the fake offers every verb of the engine's port."""
-    _: Cluster = FakeCluster()
+    """Never called: mypy checks that the fake offers every verb and the plumbing of the engine's port."""
+    _: PlumbedCluster = FakeCluster()

@@ -13,8 +13,7 @@ import pytest
 from fakecluster import WIDGET_CRD, FakeCluster, run_engine
 
 from kubectl_unfinalize.deadline import Deadline
-from kubectl_unfinalize.engine import diagnose
-from kubectl_unfinalize.engine.loop import Engine
+from kubectl_unfinalize.engine import Engine, final_check
 from kubectl_unfinalize.errors import Forbidden, Invalid, NotFound, Unreachable
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, Action, ObjectRef, Resource, Targets
 from kubectl_unfinalize.options import Options
@@ -314,7 +313,7 @@ def test_the_final_wait_counts_from_the_first_freed_object(bulk, monkeypatch):
     controller still shows on them. (What the final check sleeps is recorded, not timed:
     the whole run's wall clock failed on a loaded machine.)"""
     slept: list[float] = []
-    monkeypatch.setattr(diagnose, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
+    monkeypatch.setattr(final_check, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
     cluster = FakeCluster(bulk=bulk)
     for i in range(20):
         cluster.add(f"o{i:02}", ["x"])
@@ -334,7 +333,7 @@ def test_the_final_wait_counts_from_the_first_freed_object(bulk, monkeypatch):
 def test_a_run_shorter_than_settle_waits_for_the_rest_of_it(bulk, monkeypatch):
     """The other side of the one above: without it, a check that never sleeps passes."""
     slept: list[float] = []
-    monkeypatch.setattr(diagnose, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
+    monkeypatch.setattr(final_check, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
     cluster = FakeCluster(bulk=bulk)
     cluster.add("o00", ["x"])
     run_engine(cluster, concurrency=1, settle=30)

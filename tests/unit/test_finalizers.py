@@ -80,7 +80,7 @@ def test_the_engine_keeps_a_built_in_finalizer_with_a_conditional_write_not_the_
     from fakecluster import WIDGET_CRD, FakeCluster
 
     from kubectl_unfinalize.deadline import Deadline
-    from kubectl_unfinalize.engine.loop import Engine
+    from kubectl_unfinalize.engine import Engine
     from kubectl_unfinalize.model import Action, Targets
 
     cluster = FakeCluster(bulk=True)

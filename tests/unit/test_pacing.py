@@ -245,7 +245,7 @@ def test_a_far_run_starts_at_the_cap(far, start):
     from fakecluster import FakeCluster
 
     from kubectl_unfinalize.deadline import Deadline
-    from kubectl_unfinalize.engine.loop import Engine
+    from kubectl_unfinalize.engine import Engine
     from kubectl_unfinalize.options import Options
 
     class Cluster(FakeCluster):

@@ -102,6 +102,7 @@ class Admission:
         self.options = options
         self.book = book
         self.lock = threading.Lock()
+        self._counting = threading.Lock()  # not the lock held while a refusal is judged (it reads)
         self.dead: dict[tuple[ObjectRef, str], DeadWebhook] = {}
         self.removed: set[ObjectRef] = set()  # configurations this run deleted (-f, or the flag)
         self.refusals: Counter[Resource] = Counter()  # lasting refusals in the pass under way
@@ -166,6 +167,21 @@ class Admission:
             ):
                 return _GOING  # in a configuration this run deleted, which the API server still calls
         return None
+
+    def begin_pass(self) -> None:
+        self.refusals.clear()
+        self.refused_in.clear()
+
+    def count_refusal(self, ref: ObjectRef) -> None:
+        """A write of the pass under way was refused lastingly (Blocked), on a worker."""
+        with self._counting:
+            self.refusals[ref.resource] += 1
+            self.refused_in[ref.namespace or ""] += 1
+
+    def refused_all(self, resource: Resource, failed: int) -> bool:
+        """Every one of the `failed` objects of `resource` in the last pass was refused by
+        a dead admission webhook: waiting for them cannot help."""
+        return failed > 0 and self.refusals[resource] >= failed
 
     def note_deleted(self, ref: ObjectRef, answer: Deleted | None) -> None:
         """A configuration this run deleted (a -f document): its webhooks are going."""

@@ -2,12 +2,12 @@
 was deleted is gone, and what to say when the deadline passes. Returns a Report and
 never prints.
 
-Each sweep owns one kind of target (crd_sweep, namespace_sweep, object_sweep); freeing
+Each sweep owns one kind of target (crd_instances, namespace_sweep, object_sweep); freeing
 does the writes. With --delete, namespaces are deleted first, CRD instances and manifest
 objects are deleted as they are freed, and a CRD once its instances are gone or going;
 the loop then re-lists until everything deleted is gone (comparing uids) or the deadline
 passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one job
-(crd_pass): their lists run at once, each CRD is deleted as soon as its own instances
+(crds): their lists run at once, each CRD is deleted as soon as its own instances
 are done, and the wait reads them all with one list of CRDs per poll.
 
 Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
@@ -22,32 +22,31 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from .. import finalizers
 from ..deadline import Deadline
 from ..errors import UnfinalizeError
-from ..kube.port import Cluster
-from ..model import STILL_BLOCKING, Action, Progress, Report, Resource, Targets, crd_ref, namespace_ref
+from ..kube.port import Cluster, PlumbedCluster
+from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
-from . import crd_pass, diagnose, namespace_reads, object_sweep
+from . import diagnose, namespace_reads, object_sweep
+from .admission import Admission, guard
 from .background import Gate
-from .crd_pass import CrdPass
-from .crd_sweep import CrdState
+from .context import RunContext
+from .crd_instances import CrdInstances, CrdState
+from .crds import CrdPass, due, too_long
+from .final_check import FinalCheck
 from .freeing import Freer
 from .namespace_sweep import NamespaceState, NamespaceSweep
-from .object_sweep import ObjectState
+from .object_sweep import ObjectState, ObjectSweep
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
-from .preflight import preflight
+from .preflight import ask_ahead, preflight
+from .sightings import Sightings
 from .workers import Workers
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.01  # a small teardown's CRD is often gone within tens of ms; doubling reaches --poll soon
-SPLIT_LISTS = 64  # the final check lists a CRD per namespace when its freed objects were in this many or fewer
 
 ProgressListener = Callable[[Progress], None]
 
@@ -64,46 +63,30 @@ class _Targets:
         return bool(self.crds or self.objects or self.spaces)
 
 
-class _Pool:
-    """The threads of the namespace sweep's lists, made on first use: most runs free no
-    namespace, and concurrent.futures (which imports logging) is a few ms of a small
-    teardown's start."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._pool: ThreadPoolExecutor | None = None
-
-    def get(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(max_workers=self._size, thread_name_prefix="unfinalize-pool")
-        return self._pool
-
-    def shutdown(self, wait: bool) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=True)
-
-
 class Engine:
     """One run: construct, call run() once."""
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: PlumbedCluster,
         options: Options,
         deadline: Deadline,
         on_outcome: OutcomeListener | None = None,
         on_progress: ProgressListener | None = None,
         retain: bool = True,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.options = options
         self.deadline = deadline
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
+        self.admission = Admission(cluster, options, self.book)
+        run = RunContext(guard(cluster, self.admission), options, self.book, deadline)
+        self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
-        self.freer = Freer(cluster, options, self.book, deadline, self.gate)
-        self.namespaces = NamespaceSweep(self.freer)
+        self.freer = Freer(run, self.admission, self.sightings, self.gate)
+        self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
+        self.objects = ObjectSweep(run, self.freer)
         start = options.concurrency if cluster.far() else START
         self.pacing = Pacing(options.concurrency, start, load=self._in_flight)  # a refusal's cut starts there
         bulk_only = self.freer.bulk_writes and not options.delete  # --delete: most writes go to the workers
@@ -114,13 +97,27 @@ class Engine:
             self.pacing.wake_at,
             bulk=partial(cluster.bulk, cap=options.concurrency, warm=self.pacing.limit if bulk_only else 0),
         )
-        self.crds = CrdPass(self.freer, self.workers)
+        self.crds = CrdPass(run, CrdInstances(run, self.freer, self.sightings), self.workers)
         cluster.pace(self.pacing.refused, self.workers.parked)
         self._on_progress = on_progress or (lambda _: None)
+        self._on_warning = on_warning or (lambda _: None)
         self._done = self._total = 0
         self._crds: list[CrdState] = []  # every CRD of the run, for the progress of their deletion
 
+    @staticmethod
+    def prepare(cluster: Cluster, options: Options, declared: Targets) -> None:
+        """Before the targets are resolved: start the RBAC reviews the run will ask first,
+        for the CRDs `declared` (named or in manifests, not read yet), so that they are
+        answered while the CRDs are read."""
+        ask_ahead(cluster, declared, options)
+
     def run(self, targets: Targets, skipped: Iterable[str] = ()) -> Report:
+        """Free (and delete) `targets`; `on_warning` is told first when the timeout looks
+        too short for the API server to remove the CRDs to delete (a provider's hundreds)."""
+        options = self.options
+        if options.delete and options.wait and options.dry_run is DryRun.NONE:
+            if warning := too_long(len(targets.crds), options.deadline_seconds):
+                self._on_warning(warning)
         started = time.monotonic()
         report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
         pending = _Targets(
@@ -129,37 +126,36 @@ class Engine:
             [NamespaceState(n) for n in targets.namespaces],
         )
         self._crds = pending.crds if self.options.delete else []
-        pool = _Pool(self.options.concurrency)
         self.cluster.hand_over()  # the first list takes this thread's connection: no new handshake
         try:
             # The reviews are answered while the first list page is read; nothing is
             # written, nor reported, before they passed (Freer.cleared).
             self.gate.start(preflight, self.cluster, targets, self.options, self.workers)
-            self._run(pool, pending, report)
+            self._run(pending, report)
         except KeyboardInterrupt:
             report.interrupted = True
         finally:
             self.workers.close()
-            pool.shutdown(wait=not report.interrupted)
+            self.namespaces.close(wait=not report.interrupted)
         report.outcomes = self.book.outcomes()
         report.counts = self.book.counts
-        report.scanned = len(self.freer.seen)
+        report.scanned = len(self.sightings.seen)
         report.seconds = time.monotonic() - started
         report.skipped += [f"{gv} unavailable" for gv in self.namespaces.unavailable]
         return report
 
-    def _run(self, pool: _Pool, pending: _Targets, report: Report) -> None:
+    def _run(self, pending: _Targets, report: Report) -> None:
         options = self.options
         waiting = options.delete and options.wait and options.dry_run is DryRun.NONE
         if options.delete and pending.spaces:
             self.freer.cleared()
-            self.namespaces.delete(pool.get(), pending.spaces)
+            self.namespaces.delete(pending.spaces)
         if options.delete and (first := object_sweep.blockers(pending.objects)):
             self.freer.cleared()  # -f webhook configurations and APIServices would refuse or hide the rest
-            object_sweep.delete_first(self.freer, first)
+            self.objects.delete_first(first)
         poll = FIRST_POLL
         while True:
-            if not self._pass(pool, pending):
+            if not self._pass(pending):
                 report.timed_out = True
                 break
             if not waiting:
@@ -184,15 +180,15 @@ class Engine:
             self._final_check(pending, report)
 
     def _still_there(self, pending: _Targets) -> _Targets:
-        exists = self.freer.exists
+        exists = self._exists
         crds = [c for c in pending.crds if not c.refused and not self._hopeless(c) and c.uid != ""]
-        there = crd_pass.still_there(self.freer, crds)  # one list of CRDs for them all
+        there = self.crds.still_there(crds)  # one list of CRDs for them all
         return _Targets(
             [c for c in crds if c.uid is None or c in there],
             [
                 o
                 for o in pending.objects
-                if o.uid and not self.freer.admission.blocking(o.ref, "UPDATE") and exists(o.ref, o.uid)
+                if o.uid and not self.admission.blocking(o.ref, "UPDATE") and exists(o.ref, o.uid)
             ],
             [
                 n
@@ -201,10 +197,24 @@ class Engine:
             ],
         )
 
+    def _exists(self, ref: ObjectRef, uid: str) -> bool:
+        """Still there with the uid this run deleted; a re-created object is reported,
+        not waited on (kubectl's wait compares uids the same way)."""
+        try:
+            meta = self.cluster.get_meta(ref)
+        except UnfinalizeError:
+            return True  # cannot tell now; the next round asks again, the deadline bounds it
+        if meta is None:
+            return False
+        if meta.uid != uid:
+            self.book.add(ref, Action.RECREATED, message=f"deleted, then re-created (new uid {meta.uid})")
+            return False
+        return True
+
     def _hopeless(self, state: CrdState) -> bool:
         """A dead admission webhook refused each of its objects the last pass could not
         free: it is reported now, and not waited on until the deadline."""
-        if not self.freer.stuck(state.crd.resource, state.blocked):
+        if not self.admission.refused_all(state.crd.resource, state.blocked):
             return False
         done = "deleted" if state.uid else "not deleted"
         message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
@@ -213,22 +223,22 @@ class Engine:
 
     def _hopeless_space(self, state: NamespaceState) -> bool:
         """Everything left inside was refused by a dead admission webhook in the last pass."""
-        refused = self.freer.admission.refused_in[state.name]
+        refused = self.admission.refused_in[state.name]
         if not state.contents or refused < state.contents:
             return False
         message = f"not gone: the {refused} objects left inside are refused by a dead admission webhook (see above)"
         self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
         return True
 
-    def _pass(self, pool: _Pool, pending: _Targets) -> bool:
+    def _pass(self, pending: _Targets) -> bool:
         """One sweep over every target, as many jobs in flight as the pacing allows;
         False when the deadline cut it short."""
         now = time.monotonic()
         seen = any(c.began is not None for c in self._crds)  # the cleanup controller at work on one of them
-        listing = [c for c in pending.crds if crd_pass.due(c, now, seen)]  # a deleted CRD only when overdue
+        listing = [c for c in pending.crds if due(c, now, seen)]  # a deleted CRD only when overdue
         self.namespaces.begin_pass()
-        self.freer.begin_pass()
-        for job in self._jobs(pool, pending, listing):
+        self.admission.begin_pass()
+        for job in self._jobs(pending, listing):
             if self.deadline.expired():
                 break
             self._total += 1
@@ -242,8 +252,8 @@ class Engine:
             crd.blocked = crd.counting
         return True
 
-    def _jobs(self, pool: _Pool, pending: _Targets, crds: list[CrdState]) -> Iterator[Callable[[], object]]:
-        # Each CRD is deleted as soon as its instances are done (crd_pass); the lists
+    def _jobs(self, pending: _Targets, crds: list[CrdState]) -> Iterator[Callable[[], object]]:
+        # Each CRD is deleted as soon as its instances are done (crds); the lists
         # wait for the preflight once under way.
         jobs = self.crds.jobs(crds)
         try:
@@ -252,9 +262,9 @@ class Engine:
             jobs.close()  # the deadline or an interrupt: stop the lists
         self.freer.cleared()
         for space in pending.spaces:
-            yield from self.namespaces.jobs(pool.get(), space)
+            yield from self.namespaces.jobs(space)
         for obj in pending.objects:
-            yield partial(self.freer.contain, obj.ref, "free", partial(object_sweep.free, self.freer, obj))
+            yield self.objects.job(obj)
 
     def _in_flight(self) -> int:
         return self.workers.in_flight_now()
@@ -278,37 +288,14 @@ class Engine:
     def _final_check(self, pending: _Targets, report: Report) -> None:
         self.workers.release_connections()  # its lists run on the workers' threads
         try:
-            diagnose.final_check(
-                self.cluster,
-                self.options,
-                self.book,
-                self._lists_again(pending),
-                [o.ref for o in pending.objects],
-                self.freer.live,
-                self.freer.first_live,
-                self.workers,
-                self.freer.live_places,
-            )
+            check = FinalCheck(self.cluster, self.options, self.book, self.sightings, self.workers)
+            crds = [state.crd.resource for state in pending.crds]
+            check.run(crds, self.namespaces.live_lists, [o.ref for o in pending.objects])
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"
         terminating = [n for n in pending.spaces if n.terminating]
         if terminating and self.namespaces.unavailable:  # the namespace controller cannot finish on its own
             self._diagnose(_Targets([], [], terminating), "not finished")
-
-    def _lists_again(self, pending: _Targets) -> list[tuple[Resource, str | None]]:
-        """Where the freed objects that may take finalizers back are: each CRD's namespaces
-        that had one (its whole list when there are many), and a namespace's types."""
-        places = self.freer.live_places
-        lists: list[tuple[Resource, str | None]] = []
-        for state in pending.crds:
-            resource = state.crd.resource
-            spaces = sorted({ns or "" for r, ns in places if r == resource})
-            if resource.namespaced and self.options.namespace is None and len(spaces) <= SPLIT_LISTS:
-                lists += [(resource, ns) for ns in spaces]
-            elif spaces:
-                lists.append((resource, self.options.namespace))
-        lists += sorted(self.namespaces.live_lists, key=lambda item: (item[1], item[0].qualified))
-        return lists
 
     def _diagnose(self, pending: _Targets, why: str) -> None:
         grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
@@ -323,5 +310,5 @@ class Engine:
                     message = f"{why}: {finalizers.blocker(meta.finalizers) or f'finalizers {list(meta.finalizers)}'}"
                     self.book.of(meta, Action.BLOCKING, meta.finalizers, message)
         crds = [c for c in pending.crds if not c.refused]  # a lasting refusal is its CRD's one failure already
-        unknown = crd_pass.left_at_deadline(self.freer, crds, why)
+        unknown = self.crds.left_at_deadline(crds, why)
         diagnose.blocking(grace, self.options, self.book, unknown, [o.ref for o in pending.objects], why)

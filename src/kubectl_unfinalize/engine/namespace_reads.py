@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UnfinalizeError
-from ..kube.discovery import Discovery as ServedTypes
+from ..kube.discovery import Discovery
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..kube.status import ApiServiceState, true_conditions
@@ -23,7 +23,7 @@ NEEDED_VERBS = ("list", "patch")
 
 
 @dataclass
-class Discovery:
+class NamespacedTypes:
     """The namespaced resource types that can be listed and patched, one version each
     (the group's preferred one that serves it), and the group versions that cannot be
     discovered now (an unavailable aggregated API)."""
@@ -32,11 +32,11 @@ class Discovery:
     unavailable: list[str] = field(default_factory=list)
 
 
-def discover(cluster: Cluster) -> Discovery:
+def discover(cluster: Cluster) -> NamespacedTypes:
     """Aggregated discovery: the core group and every other group in two requests."""
-    served = ServedTypes.from_groups(cluster.api_discovery())
+    served = Discovery.from_groups(cluster.api_discovery())
     resources = [t.resource for t in served.preferred(*NEEDED_VERBS) if t.resource.namespaced]
-    return Discovery(resources, list(served.unavailable))
+    return NamespacedTypes(resources, list(served.unavailable))
 
 
 def unavailable_apiservices(cluster: Cluster) -> list[tuple[ObjectRef, str]]:

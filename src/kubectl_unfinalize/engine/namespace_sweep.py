@@ -16,11 +16,13 @@ from ..errors import RUN_ENDED, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import Action, ObjectMeta, ObjectRef, Resource, namespace_ref
 from . import diagnose, namespace_reads
+from .context import RunContext
 from .freeing import Freer
 from .preflight import NamespaceAccess
+from .sightings import Sightings
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
+    from concurrent.futures import ThreadPoolExecutor
 
 HELD_SHOWN = 20  # objects kept by built-in controllers named per namespace at the end
 NAMESPACE_RELIST = 1.0  # while waiting, a namespace's contents are listed again at most this often
@@ -41,9 +43,12 @@ class NamespaceSweep:
     """Shared by every namespace of a run: one discovery per pass, the group versions
     found unavailable, the types where live objects were freed (for the final check)."""
 
-    def __init__(self, freer: Freer) -> None:
+    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings) -> None:
+        self.run = run
         self.freer = freer
-        self.discovery: namespace_reads.Discovery | None = None
+        self.sightings = sightings
+        self._pool = _Pool(run.options.concurrency)
+        self.discovery: namespace_reads.NamespacedTypes | None = None
         self.unavailable: list[str] = []
         self.live_lists: set[tuple[Resource, str]] = set()
         self._user: str | None = None
@@ -51,16 +56,19 @@ class NamespaceSweep:
     def begin_pass(self) -> None:
         self.discovery = None
 
-    def jobs(self, pool: Executor, state: NamespaceState) -> Iterator[Callable[[], object]]:
+    def close(self, wait: bool) -> None:
+        self._pool.shutdown(wait)
+
+    def jobs(self, state: NamespaceState) -> Iterator[Callable[[], object]]:
         """The namespace's own metadata.finalizers, then (at most every NAMESPACE_RELIST
         seconds) whatever inside has finalizers."""
         ref = namespace_ref(state.name)
         try:
-            meta = self.freer.cluster.get_meta(ref)
+            meta = self.run.cluster.get_meta(ref)
         except RUN_ENDED:
             return  # the diagnosis says what is left
         except UnfinalizeError as exc:
-            self.freer.book.add(ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get")
+            self.run.book.add(ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get")
             return
         if meta is None:
             if state.uid is None:
@@ -69,16 +77,16 @@ class NamespaceSweep:
         if state.uid and meta.uid != state.uid:
             return  # re-created: the wait reports it
         state.terminating = meta.terminating
-        self.freer.seen.add(meta.uid)
+        self.sightings.saw(meta)
         if self.freer.wanted(meta):
             yield partial(self.freer.contain, ref, "free", partial(self.freer.free, meta))
         now = time.monotonic()
         if now < state.listed_at + NAMESPACE_RELIST:
             return
         state.listed_at = now
-        yield from self._content_jobs(pool, state)
+        yield from self._content_jobs(state)
 
-    def _content_jobs(self, pool: Executor, state: NamespaceState) -> Iterator[Callable[[], object]]:
+    def _content_jobs(self, state: NamespaceState) -> Iterator[Callable[[], object]]:
         """List every namespaced type in the namespace at once, on the pool; free what has
         finalizers as the lists come back. Types the user may not list or patch (one
         SelfSubjectRulesReview says) are reported, not requested."""
@@ -87,7 +95,7 @@ class NamespaceSweep:
         if discovery is None:
             return
         if state.access is None:
-            state.access = NamespaceAccess.review(self.freer.cluster, state.name)
+            state.access = NamespaceAccess.review(self.run.cluster, state.name)
         listable = [r for r in discovery.resources if state.access.allows("list", r)]
         denied = [r.qualified for r in discovery.resources if r not in listable]
         if denied:
@@ -96,10 +104,10 @@ class NamespaceSweep:
                 f"forbidden: {self._who()}cannot list {types} in namespace {state.name} (RBAC): "
                 f"{', '.join(sorted(denied))}; their objects were not checked"
             )
-            self.freer.book.add(ref, Action.FAILED, message=message, aspect="list")
+            self.run.book.add(ref, Action.FAILED, message=message, aspect="list")
         from concurrent.futures import as_completed
 
-        futures = [pool.submit(self._list_in, state.name, resource) for resource in listable]
+        futures = [self._pool.get().submit(self._list_in, state.name, resource) for resource in listable]
         contents = 0
         queued: set[str] = set()
         held: list[ObjectMeta] = []
@@ -112,25 +120,23 @@ class NamespaceSweep:
                     continue
                 queued.add(meta.uid)
                 resource = meta.ref.resource
-                if self.freer.options.dry_run.sends_writes and not state.access.allows("patch", resource):
+                if self.run.options.dry_run.sends_writes and not state.access.allows("patch", resource):
                     message = f"forbidden: {self._who()}cannot patch {resource.qualified} in namespace {state.name}"
-                    self.freer.book.of(
-                        meta, Action.FAILED, self.freer.options.removable(list(meta.finalizers)), message
-                    )
+                    self.run.book.of(meta, Action.FAILED, self.run.options.removable(list(meta.finalizers)), message)
                     continue
                 if not meta.terminating:
                     self.live_lists.add((resource, state.name))
                 yield partial(self.freer.contain, meta.ref, "free", partial(self.freer.free, meta))
         state.contents, state.held = contents, held
 
-    def _discover(self, ref: ObjectRef) -> namespace_reads.Discovery | None:
+    def _discover(self, ref: ObjectRef) -> namespace_reads.NamespacedTypes | None:
         if self.discovery is None:
             try:
-                self.discovery = namespace_reads.discover(self.freer.cluster)
+                self.discovery = namespace_reads.discover(self.run.cluster)
             except RUN_ENDED:
                 return None
             except UnfinalizeError as exc:
-                self.freer.book.add(ref, Action.FAILED, message=f"cannot discover the API's resource types: {exc}")
+                self.run.book.add(ref, Action.FAILED, message=f"cannot discover the API's resource types: {exc}")
                 return None
             self.unavailable += [gv for gv in self.discovery.unavailable if gv not in self.unavailable]
         return self.discovery
@@ -139,16 +145,16 @@ class NamespaceSweep:
         """On a worker: how many objects of `resource` are in the namespace, those with
         finalizers this run removes, and the terminating ones only a built-in controller's
         finalizers keep (named if they are still there at the end)."""
-        options = self.freer.options
+        options = self.run.options
         query = ListQuery(namespace, options.label_selector, options.field_selector, options.chunk_size)
         count = 0
         wanted: list[ObjectMeta] = []
         held: list[ObjectMeta] = []
         try:
-            for page in self.freer.cluster.list_meta(resource, query):
+            for page in self.run.cluster.list_meta(resource, query):
                 count += len(page)
                 for meta in page:
-                    self.freer.seen.add(meta.uid)
+                    self.sightings.saw(meta)
                     if self.freer.wanted(meta):
                         wanted.append(meta)
                     elif meta.terminating and meta.finalizers and len(held) < HELD_SHOWN:
@@ -157,37 +163,57 @@ class NamespaceSweep:
             pass
         except UnfinalizeError as exc:
             message = diagnose.list_failure(exc, resource)
-            self.freer.book.add(
+            self.run.book.add(
                 namespace_ref(namespace), Action.FAILED, message=message, aspect=f"list {resource.qualified}"
             )
         return count, wanted, held
 
     def _who(self) -> str:
         if self._user is None:
-            self._user = self.freer.cluster.whoami()
+            self._user = self.run.cluster.whoami()
         return f"user {self._user!r} " if self._user else ""
 
-    def delete(self, pool: Executor, states: list[NamespaceState]) -> None:
+    def delete(self, states: list[NamespaceState]) -> None:
         def one(state: NamespaceState) -> bool:
             return self.freer.contain(namespace_ref(state.name), "delete", partial(self._delete_namespace, state))
 
-        list(pool.map(one, states))
+        list(self._pool.get().map(one, states))
 
     def _delete_namespace(self, state: NamespaceState) -> bool:
         """Deleted first: the namespace controller then sets a deletionTimestamp on
         everything inside. One already being deleted is not deleted again."""
         ref = namespace_ref(state.name)
-        dry_run = self.freer.options.dry_run
-        found = self.freer.cluster.get_meta(ref)
+        dry_run = self.run.options.dry_run
+        found = self.run.cluster.get_meta(ref)
         if found is None:
             return True  # the pass reports it as not found
         state.uid = found.uid
         if found.terminating:
             return True
         if dry_run.sends_writes:
-            deleted = self.freer.cluster.delete(ref, dry_run)
+            deleted = self.run.cluster.delete(ref, dry_run)
             if deleted is None:
                 return True
             state.uid = deleted.uid or found.uid
-        self.freer.book.add(ref, Action.DELETED)
+        self.run.book.add(ref, Action.DELETED)
         return True
+
+
+class _Pool:
+    """The threads of the sweep's lists, made on first use: most runs free no namespace,
+    and concurrent.futures (which imports logging) is a few ms of a small teardown's start."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._pool: ThreadPoolExecutor | None = None
+
+    def get(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=self._size, thread_name_prefix="unfinalize-pool")
+        return self._pool
+
+    def shutdown(self, wait: bool) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=True)

@@ -9,12 +9,14 @@ Terminating). Webhooks are never called for webhook configurations, so that DELE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from ..model import APISERVICE_RESOURCE, Action, ObjectRef
 from ..options import DryRun
 from .admission import CONFIGURATIONS
+from .context import RunContext
 from .freeing import Freer
 
 
@@ -33,44 +35,52 @@ def blockers(objects: list[ObjectState]) -> list[ObjectState]:
     return [o for o in objects if (o.ref.resource.group, o.ref.resource.plural) in FIRST]
 
 
-def delete_first(freer: Freer, objects: list[ObjectState]) -> None:
-    """On the engine's thread, before the first pass: a few objects, one after the other."""
-    for obj in objects:
-        freer.contain(obj.ref, "delete", partial(free, freer, obj))
+class ObjectSweep:
+    """The manifest objects of a run: construct once."""
 
+    def __init__(self, run: RunContext, freer: Freer) -> None:
+        self.run = run
+        self.freer = freer
 
-def free(freer: Freer, obj: ObjectState) -> bool:
-    """A single object from a manifest, or named by TYPE NAME. With --only-terminating
-    one not being deleted is left alone, as a CRD's instance is: neither deleted nor freed."""
-    options = freer.options
-    if options.delete and not obj.deleted and not options.only_terminating:
-        return _delete(freer, obj)
-    meta = freer.cluster.get_meta(obj.ref)
-    if meta is None:
-        return True if obj.deleted else freer.missing(obj.ref)
-    if obj.uid and meta.uid != obj.uid:
-        return True  # re-created: the wait reports it
-    if options.only_terminating and not meta.terminating:
-        return True
-    if options.delete and not obj.deleted:
-        return _delete(freer, obj)
-    return freer.free_known(meta)
+    def job(self, obj: ObjectState) -> Callable[[], object]:
+        return partial(self.freer.contain, obj.ref, "free", partial(self.free, obj))
 
+    def delete_first(self, objects: list[ObjectState]) -> None:
+        """On the engine's thread, before the first pass: a few objects, one after the other."""
+        for obj in objects:
+            self.freer.contain(obj.ref, "delete", partial(self.free, obj))
 
-def _delete(freer: Freer, obj: ObjectState) -> bool:
-    """Delete first; the DELETE's answer says whether finalizers hold the object, so
-    freeing it needs no read."""
-    dry_run = freer.options.dry_run
-    if dry_run is DryRun.CLIENT:
-        meta = freer.cluster.get_meta(obj.ref)
+    def free(self, obj: ObjectState) -> bool:
+        """A single object from a manifest, or named by TYPE NAME. With --only-terminating
+        one not being deleted is left alone, as a CRD's instance is: neither deleted nor freed."""
+        options = self.run.options
+        if options.delete and not obj.deleted and not options.only_terminating:
+            return self._delete(obj)
+        meta = self.run.cluster.get_meta(obj.ref)
         if meta is None:
-            return freer.missing(obj.ref)
-        obj.deleted = True
-        freer.book.add(obj.ref, Action.DELETED)
-        return freer.free_known(meta)
-    deleted = freer.cluster.delete(obj.ref, dry_run)
-    if deleted is None:
-        return freer.missing(obj.ref)
-    obj.deleted, obj.uid = True, deleted.uid
-    freer.book.add(obj.ref, Action.DELETED)
-    return True if deleted.remaining is None else freer.free_known(deleted.remaining)
+            return True if obj.deleted else self.freer.missing(obj.ref)
+        if obj.uid and meta.uid != obj.uid:
+            return True  # re-created: the wait reports it
+        if options.only_terminating and not meta.terminating:
+            return True
+        if options.delete and not obj.deleted:
+            return self._delete(obj)
+        return self.freer.free_known(meta)
+
+    def _delete(self, obj: ObjectState) -> bool:
+        """Delete first; the DELETE's answer says whether finalizers hold the object, so
+        freeing it needs no read."""
+        dry_run = self.run.options.dry_run
+        if dry_run is DryRun.CLIENT:
+            meta = self.run.cluster.get_meta(obj.ref)
+            if meta is None:
+                return self.freer.missing(obj.ref)
+            obj.deleted = True
+            self.run.book.add(obj.ref, Action.DELETED)
+            return self.freer.free_known(meta)
+        deleted = self.run.cluster.delete(obj.ref, dry_run)
+        if deleted is None:
+            return self.freer.missing(obj.ref)
+        obj.deleted, obj.uid = True, deleted.uid
+        self.run.book.add(obj.ref, Action.DELETED)
+        return True if deleted.remaining is None else self.freer.free_known(deleted.remaining)

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..net.connections import FAR  # when even the quickest job took this long, the server is far (wake_at)
+from ..kube.port import FAR  # when even the quickest job took this long, the server is far (wake_at)
 
 NEAR_REFILL = 4  # near, the submitter refills a quarter of the limit at a time; far, each free place
 START = 32  # near; far, the cap (loop.Engine): slow start costs a round trip per doubling, refusals one burst

@@ -8,8 +8,8 @@ one condition are all the engine needs. The submitter is woken when several plac
 free, not after every job: one wake-up refills several slots. How many is the pacing's
 to say (`wake_at`): a quarter of the limit near the server, where each wake-up costs
 client CPU the server's own work competes with, a sixteenth far away, where the rate is
-what is in flight per round trip and a quarter costs a share of it. A BulkPatch
-job goes to the bulk sender when the cluster offers one (bulk.py); what it hands back
+what is in flight per round trip and a quarter costs a share of it. A RemoveAll
+job goes to the bulk sender when the cluster offers one (kube.port); what it hands back
 runs here, still counted in flight.
 """
 
@@ -23,8 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Protocol, TypeVar, cast
 
-from ..kube.port import BulkSender
-from ..net.bulk import BulkPatch, Sink
+from ..kube.port import BulkSender, RemoveAll, Sink
 
 Job = Callable[[], object]
 T = TypeVar("T")
@@ -59,7 +58,7 @@ class Workers:
         self._parked = 0  # jobs waiting out a Retry-After, not counted in flight
         self._thread = threading.local()  # seconds the job on this thread spent parked
         self._draining = False  # drain() waits: no job is submitted meanwhile
-        # Where BulkPatch jobs go, when the cluster offers a sender; it answers to these workers.
+        # Where RemoveAll jobs go, when the cluster offers a sender; it answers to these workers.
         self.bulk: BulkSender | None = bulk(self) if bulk is not None else None
 
     def submit(self, job: Job) -> None:
@@ -68,7 +67,7 @@ class Workers:
             while self._inflight >= self._limit():
                 self._changed.wait()
             self._inflight += 1
-        if self.bulk is not None and isinstance(job, BulkPatch):
+        if self.bulk is not None and isinstance(job, RemoveAll):
             self.bulk.put(job)
         else:
             self.requeue(job)

@@ -15,12 +15,12 @@ from typing import Any
 from ..deadline import Deadline
 from ..errors import NotFound, UnfinalizeError
 from ..model import ObjectMeta, ObjectRef, Resource
-from ..net.bulk import Bulk, BulkPatch, Sink
+from ..net.bulk import Bulk, BulkPatch
 from ..net.connections import FAR
 from ..options import DryRun
 from . import changes, discovery, reviews
 from .paging import Listed, ListQuery, ListRecord, pages
-from .port import Deleted
+from .port import BulkSender, Deleted, RemoveAll, Sink
 from .reviews import Reviews
 from .transport import MERGE_PATCH, Transport
 
@@ -68,7 +68,7 @@ class HttpCluster:
         round_trip = self.transport.connections.round_trip
         return round_trip is not None and round_trip >= FAR
 
-    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> Bulk | None:
+    def bulk(self, sink: Sink, cap: int, warm: int = 0) -> BulkSender | None:
         """None with -v=6 and up: every request is then logged by the transport. Far means
         a round trip of FAR seconds or more: opening `warm` connections then is cheaper
         than a round trip's wait when the first patches come (near, they open in less)."""
@@ -85,11 +85,7 @@ class HttpCluster:
         )
         if warm and self.far():
             bulk.warm(warm)
-        return bulk
-
-    @property
-    def pushbacks(self) -> int:
-        return self.transport.pushbacks
+        return _Sender(bulk)
 
     def pace(self, refused: Callable[[float], None], parked: Callable[[], AbstractContextManager[object]]) -> None:
         self.transport.on_refused = refused
@@ -250,3 +246,21 @@ def remove_all(meta: ObjectMeta, done: Callable[[str], object], fallback: Callab
     ref = meta.ref
     path = ref.resource.path(ref.namespace, ref.name) + "?includeObject=None"
     return BulkPatch(path, REMOVE_ALL, lambda answer: done(answer_version(answer)), fallback)
+
+
+class _Sender:
+    """The port's bulk sender over the HTTP layer's: each RemoveAll goes as its PATCH."""
+
+    __slots__ = ("_bulk",)
+
+    def __init__(self, bulk: Bulk) -> None:
+        self._bulk = bulk
+
+    def put(self, job: RemoveAll) -> None:
+        self._bulk.put(remove_all(job.meta, job.done, job.fallback))
+
+    def release(self, timeout: float = 1.0) -> None:
+        self._bulk.release(timeout)
+
+    def close(self) -> None:
+        self._bulk.close()

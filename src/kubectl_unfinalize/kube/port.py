@@ -1,6 +1,8 @@
-"""What the engine asks of a cluster: the verbs, not URLs. HttpCluster (cluster.py) serves
-them over HTTP; the unit tests' FakeCluster serves them from memory, and mypy holds both
-to this port."""
+"""What the engine asks of a cluster: the verbs, not URLs (Cluster), and apart from them
+how a run's requests travel (Plumbing: deadlines, connections, the bulk sender, 429s).
+HttpCluster (cluster.py) serves both over HTTP; the unit tests' FakeCluster serves them
+from memory, and mypy holds both to this port. The remove-every-finalizer write is a job
+of the port's own (RemoveAll): HttpCluster's bulk sender makes it the HTTP layer's patch."""
 
 from __future__ import annotations
 
@@ -12,16 +14,34 @@ from typing import Any, Protocol
 
 from ..deadline import Deadline
 from ..model import ObjectMeta, ObjectRef, Resource
-from ..net.bulk import BulkPatch, Sink
+from ..net.bulk import Sink as Sink  # what the bulk sender tells the workers about the jobs put to it
+from ..net.connections import FAR as FAR  # a round trip this long or longer: the cluster is far
 from ..options import DryRun
 from .paging import Listed, ListQuery
 
 
-class BulkSender(Protocol):
-    """Where the remove-every-finalizer patches of a bulk run go (net/bulk.py's Bulk): each
-    patch's outcome comes back through the Sink it was made with."""
+@dataclass(frozen=True, slots=True)
+class RemoveAll:
+    """The write that removes every finalizer of `meta` (no precondition, idempotent): a job
+    the workers hand to the bulk sender when the cluster offers one. Called, it is the
+    whole job on a worker (`fallback(False)`); the bulk sender calls `done` with the
+    resourceVersion the patch left after a 2xx ("" when the answer did not say), and hands
+    anything else back to the workers, as `fallback(True)` when the patch went out and no
+    answer came (it may have been applied)."""
 
-    def put(self, job: BulkPatch) -> None: ...
+    meta: ObjectMeta
+    done: Callable[[str], object]
+    fallback: Callable[[bool], object]
+
+    def __call__(self) -> object:
+        return self.fallback(False)
+
+
+class BulkSender(Protocol):
+    """Where the RemoveAll jobs of a bulk run go: each one's end is told to the Sink the
+    sender was made with."""
+
+    def put(self, job: RemoveAll) -> None: ...
 
     def release(self, timeout: float = 1.0) -> None:
         """Give idle connections back for the reads that come next."""
@@ -94,7 +114,13 @@ class Cluster(Protocol):
 
     def whoami(self) -> str: ...
 
-    def bounded(self, deadline: Deadline) -> Cluster: ...
+
+class Plumbing(Protocol):
+    """How one run's requests travel: what the Engine tunes, never what it asks."""
+
+    def bounded(self, deadline: Deadline) -> Cluster:
+        """The same cluster under another deadline (a short grace for diagnosis)."""
+        ...
 
     def hand_over(self) -> None:
         """The connection this thread used goes to the next thread that sends (the run's
@@ -110,12 +136,11 @@ class Cluster(Protocol):
         far server `warm` of its connections are opened at once."""
         ...
 
-    @property
-    def pushbacks(self) -> int:
-        """How many times the API server answered 429 so far."""
-        ...
-
     def pace(self, refused: Callable[[float], None], parked: Callable[[], AbstractContextManager[object]]) -> None:
         """From now on each 429 is told to `refused` with its request's send time
         (time.monotonic()), and its Retry-After is waited inside `parked()`."""
         ...
+
+
+class PlumbedCluster(Cluster, Plumbing, Protocol):
+    """The verbs with their plumbing: what an Engine runs on."""

@@ -1,7 +1,7 @@
 """Many CRDs as one job (an uninstalled crossplane provider leaves hundreds).
 
 Listing. The instances of several CRDs are listed at once, each list on a thread of its
-own (crd_sweep.jobs, with its read-ahead), and their jobs reach the main thread through
+own (CrdInstances.jobs, with its read-ahead), and their jobs reach the main thread through
 one bounded queue as the pages arrive: the frees of one CRD start while others are still
 listed, and an empty CRD costs one list in the shadow of the others. At most LISTS lists
 are under way, and each page is read holding a place among the requests in flight the
@@ -9,7 +9,7 @@ pacing allows (Workers.hold): lists and writes share one limit, so a throttled s
 that grants a few seats is asked no more than it grants.
 
 Deleting. With --delete a CRD is deleted as soon as its own list has ended and each of
-its instance jobs has finished, every one freed or gone (crd_sweep.CrdState.finished):
+its instance jobs has finished, every one freed or gone (crd_instances.CrdState.finished):
 a CRD with no instances is deleted at once, while the others are still freed. The order
 rule holds per CRD: each instance got its deletionTimestamp before its finalizers went,
 and a CRD with an instance that could not be freed is not deleted (not in this pass).
@@ -49,9 +49,8 @@ from ..durations import ago, format_seconds
 from ..errors import UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import CRD, CRD_RESOURCE, STILL_BLOCKING, Action, ObjectMeta, crd_ref
-from . import crd_sweep
-from .crd_sweep import CrdState
-from .freeing import Freer
+from .context import RunContext
+from .crd_instances import CrdInstances, CrdState
 from .workers import Job, Workers
 
 LISTS = 16  # CRD instance lists under way at once, at most (a list of 3 objects takes a round trip as a write does)
@@ -71,8 +70,9 @@ _END = object()
 class CrdPass:
     """The CRDs' part of each pass: construct once per run."""
 
-    def __init__(self, freer: Freer, workers: Workers) -> None:
-        self.freer = freer
+    def __init__(self, run: RunContext, instances: CrdInstances, workers: Workers) -> None:
+        self.run = run
+        self.instances = instances
         self.workers = workers
         self._watching = True  # until a watch could not tell: then the loop polls
 
@@ -90,7 +90,7 @@ class CrdPass:
             return False
         since = max(deleted, key=lambda s: s.deleted_at).version
         names = {s.crd.name for s in deleted}
-        if self.freer.cluster.all_deleted(CRD_RESOURCE, names, since, WATCH_SECONDS) is None:
+        if self.run.cluster.all_deleted(CRD_RESOURCE, names, since, WATCH_SECONDS) is None:
             self._watching = False
             return False
         return True
@@ -106,7 +106,7 @@ class CrdPass:
         feed: queue.Queue[object] = queue.Queue(QUEUED)
         stop = threading.Event()
         for state in states:
-            state.begin(self._settled if self.freer.options.delete else None)
+            state.begin(self._settled if self.run.options.delete else None)
 
         def put(item: object) -> bool:
             while not stop.is_set():
@@ -146,7 +146,7 @@ class CrdPass:
             stop.set()
 
     def _list(self, state: CrdState, put: Callable[[object], bool], stop: threading.Event) -> None:
-        jobs = crd_sweep.jobs(self.freer, state, self.workers.hold)
+        jobs = self.instances.jobs(state, self.workers.hold)
         try:
             for job in jobs:
                 if not put(job):
@@ -164,7 +164,65 @@ class CrdPass:
 
     def _delete(self, state: CrdState) -> None:
         state.deleted_at, state.relist_every = time.monotonic(), RELIST_AFTER
-        crd_sweep.delete(self.freer, state)
+        self.instances.delete(state)
+
+    def still_there(self, states: list[CrdState]) -> list[CrdState]:
+        """Of the CRDs this run deleted, those still there with the uid it deleted; one list
+        of CRDs (metadata only) for them all, or a GET for a single one. A CRD re-created
+        meanwhile is reported, not waited on. A resourceVersion other than the DELETE's
+        answer's says the cleanup controller has begun (due() counts from then). When the
+        reads fail, all are kept: the next poll asks again, and the deadline bounds it."""
+        deleted = [s for s in states if s.uid]
+        try:
+            found = self._read(deleted)
+        except UnfinalizeError:
+            return deleted
+        now = time.monotonic()
+        kept = []
+        for state in deleted:
+            meta = found.get(state.crd.name)
+            if meta is None:
+                continue
+            if meta.uid != state.uid:
+                message = f"deleted, then re-created (new uid {meta.uid})"
+                self.run.book.add(crd_ref(state.crd.name), Action.RECREATED, message=message)
+                continue
+            if state.began is None and meta.resource_version != state.version:
+                state.began = now
+            kept.append(state)
+        return kept
+
+    def _read(self, states: list[CrdState]) -> dict[str, ObjectMeta]:
+        if len(states) < ONE_LIST_FROM:
+            metas = [self.run.cluster.get_meta(crd_ref(s.crd.name)) for s in states]
+            return {m.ref.name: m for m in metas if m is not None}
+        query = ListQuery(limit=self.run.options.chunk_size)
+        return {meta.ref.name: meta for page in self.run.cluster.list_meta(CRD_RESOURCE, query) for meta in page}
+
+    def left_at_deadline(self, states: list[CrdState], why: str) -> list[CRD]:
+        """What the deadline left of the CRDs, said from what the run knows: one not deleted
+        (--delete: some of its objects could not be freed), one deleted with every instance
+        freed of every finalizer, which only the API server's cleanup keeps (a provider's hundreds queue there,
+        and reading each one again would only say so, or run out of time). The CRDs whose
+        blocking only a read can tell are returned."""
+        unknown = []
+        now = time.monotonic()
+        for state in states:
+            if self.run.options.delete and state.uid is None:
+                message = f"{why}: not deleted"
+                if state.blocked:
+                    message += f", because {state.blocked} of its objects could not be freed"
+            elif state.uid and not state.blocked and state.listed and not state.kept:
+                cleanup = f"at work for {ago(now - state.began)}" if state.began is not None else "not at it yet"
+                message = (
+                    f"{why}: deleted {ago(now - state.deleted_at)} ago with every instance freed;"
+                    f" the API server's cleanup is {cleanup} (it removes deleted CRDs a few at a time)"
+                )
+            else:
+                unknown.append(state.crd)
+                continue
+            self.run.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
+        return unknown
 
 
 def due(state: CrdState, now: float, seen: bool = False) -> bool:
@@ -195,67 +253,6 @@ def due(state: CrdState, now: float, seen: bool = False) -> bool:
     state.relist_at = now + state.relist_every
     state.relist_every *= 2
     return True
-
-
-def still_there(freer: Freer, states: list[CrdState]) -> list[CrdState]:
-    """Of the CRDs this run deleted, those still there with the uid it deleted; one list
-    of CRDs (metadata only) for them all, or a GET for a single one. A CRD re-created
-    meanwhile is reported, not waited on. A resourceVersion other than the DELETE's
-    answer's says the cleanup controller has begun (due() counts from then). When the
-    reads fail, all are kept: the next poll asks again, and the deadline bounds it."""
-    deleted = [s for s in states if s.uid]
-    try:
-        found = _read(freer, deleted)
-    except UnfinalizeError:
-        return deleted
-    now = time.monotonic()
-    kept = []
-    for state in deleted:
-        meta = found.get(state.crd.name)
-        if meta is None:
-            continue
-        if meta.uid != state.uid:
-            message = f"deleted, then re-created (new uid {meta.uid})"
-            freer.book.add(crd_ref(state.crd.name), Action.RECREATED, message=message)
-            continue
-        if state.began is None and meta.resource_version != state.version:
-            state.began = now
-        kept.append(state)
-    return kept
-
-
-def _read(freer: Freer, states: list[CrdState]) -> dict[str, ObjectMeta]:
-    if len(states) < ONE_LIST_FROM:
-        metas = [freer.cluster.get_meta(crd_ref(s.crd.name)) for s in states]
-        return {m.ref.name: m for m in metas if m is not None}
-    query = ListQuery(limit=freer.options.chunk_size)
-    return {meta.ref.name: meta for page in freer.cluster.list_meta(CRD_RESOURCE, query) for meta in page}
-
-
-def left_at_deadline(freer: Freer, states: list[CrdState], why: str) -> list[CRD]:
-    """What the deadline left of the CRDs, said from what the run knows: one not deleted
-    (--delete: some of its objects could not be freed), one deleted with every instance
-    freed of every finalizer, which only the API server's cleanup keeps (a provider's hundreds queue there,
-    and reading each one again would only say so, or run out of time). The CRDs whose
-    blocking only a read can tell are returned."""
-    unknown = []
-    now = time.monotonic()
-    for state in states:
-        if freer.options.delete and state.uid is None:
-            message = f"{why}: not deleted"
-            if state.blocked:
-                message += f", because {state.blocked} of its objects could not be freed"
-        elif state.uid and not state.blocked and state.listed and not state.kept:
-            cleanup = f"at work for {ago(now - state.began)}" if state.began is not None else "not at it yet"
-            message = (
-                f"{why}: deleted {ago(now - state.deleted_at)} ago with every instance freed;"
-                f" the API server's cleanup is {cleanup} (it removes deleted CRDs a few at a time)"
-            )
-        else:
-            unknown.append(state.crd)
-            continue
-        freer.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
-    return unknown
 
 
 def too_long(crds: int, timeout: float) -> str:

@@ -11,7 +11,7 @@ import time
 import pytest
 from fakecluster import FakeCluster, run_engine
 
-from kubectl_unfinalize.engine import crd_pass
+from kubectl_unfinalize.engine import crds as engine_crds
 from kubectl_unfinalize.errors import Forbidden, PermissionDenied
 from kubectl_unfinalize.model import CRD, CRD_RESOURCE, Action, Resource, Targets
 
@@ -103,7 +103,7 @@ def test_the_wait_lists_crds_once_per_poll_and_lists_again_only_the_instances_of
     """An object created after the CRD's list (before its DELETE) holds it: the CRD stays,
     so its instances are listed again, once it is overdue; the others are not re-listed,
     and no CRD is read by a GET while several are waited on."""
-    monkeypatch.setattr(crd_pass, "RELIST_AFTER", 0.2)
+    monkeypatch.setattr(engine_crds, "RELIST_AFTER", 0.2)
     crds = kinds(10)
     cluster = cluster_with(crds, 1)
     late = crds[4]
@@ -168,27 +168,27 @@ def test_a_refused_review_of_star_falls_back_to_each_crd_and_names_the_missing_o
 
 def test_a_deleted_crd_is_listed_again_once_its_cleanup_has_been_under_way_a_while_and_then_no_more():
     crd = kinds(1)[0]
-    state = crd_pass.CrdState(crd, uid="u1", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
-    assert crd_pass.due(crd_pass.CrdState(crd), 0.0), "a CRD not deleted yet is always listed"
+    state = engine_crds.CrdState(crd, uid="u1", deleted_at=100.0, relist_every=engine_crds.RELIST_AFTER)
+    assert engine_crds.due(engine_crds.CrdState(crd), 0.0), "a CRD not deleted yet is always listed"
     # The cleanup controller not seen at work: hundreds queue behind its workers; not re-listed.
-    assert not crd_pass.due(state, 100.0 + crd_pass.UNSEEN_AFTER - 0.1)
+    assert not engine_crds.due(state, 100.0 + engine_crds.UNSEEN_AFTER - 0.1)
     state.began = 103.0  # its resourceVersion changed: the controller set Terminating
-    assert not crd_pass.due(state, 103.0 + crd_pass.RELIST_AFTER - 0.1)
-    assert crd_pass.due(state, 103.0 + crd_pass.RELIST_AFTER)
+    assert not engine_crds.due(state, 103.0 + engine_crds.RELIST_AFTER - 0.1)
+    assert engine_crds.due(state, 103.0 + engine_crds.RELIST_AFTER)
     # Creates are refused since the controller began: that list saw every instance left.
-    assert not crd_pass.due(state, 1000.0)
+    assert not engine_crds.due(state, 1000.0)
     state.blocked = 1  # ...unless one of them could not be freed: then again, at doubling intervals
-    at = 103.0 + crd_pass.RELIST_AFTER
-    assert not crd_pass.due(state, at + crd_pass.RELIST_AFTER - 0.1)
-    assert crd_pass.due(state, at + crd_pass.RELIST_AFTER)
-    at += crd_pass.RELIST_AFTER
-    assert not crd_pass.due(state, at + 2 * crd_pass.RELIST_AFTER - 0.1), "the intervals double"
-    assert crd_pass.due(state, at + 2 * crd_pass.RELIST_AFTER)
-    never_seen = crd_pass.CrdState(crd, uid="u2", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
-    assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER)
-    assert crd_pass.due(never_seen, 100.0 + crd_pass.UNSEEN_AFTER + crd_pass.RELIST_AFTER), "never seen: again"
-    queued = crd_pass.CrdState(crd, uid="u3", deleted_at=100.0, relist_every=crd_pass.RELIST_AFTER)
-    assert not crd_pass.due(queued, 1000.0, seen=True), "waiting its turn while the controller works on others"
+    at = 103.0 + engine_crds.RELIST_AFTER
+    assert not engine_crds.due(state, at + engine_crds.RELIST_AFTER - 0.1)
+    assert engine_crds.due(state, at + engine_crds.RELIST_AFTER)
+    at += engine_crds.RELIST_AFTER
+    assert not engine_crds.due(state, at + 2 * engine_crds.RELIST_AFTER - 0.1), "the intervals double"
+    assert engine_crds.due(state, at + 2 * engine_crds.RELIST_AFTER)
+    never_seen = engine_crds.CrdState(crd, uid="u2", deleted_at=100.0, relist_every=engine_crds.RELIST_AFTER)
+    assert engine_crds.due(never_seen, 100.0 + engine_crds.UNSEEN_AFTER)
+    assert engine_crds.due(never_seen, 100.0 + engine_crds.UNSEEN_AFTER + engine_crds.RELIST_AFTER), "never seen: again"
+    queued = engine_crds.CrdState(crd, uid="u3", deleted_at=100.0, relist_every=engine_crds.RELIST_AFTER)
+    assert not engine_crds.due(queued, 1000.0, seen=True), "waiting its turn while the controller works on others"
 
 
 def test_the_progress_counts_the_crds_deleted_and_gone_not_only_the_objects():
@@ -221,8 +221,8 @@ def test_at_the_deadline_crds_left_in_the_api_server_s_cleanup_are_named_without
 
 
 def test_a_timeout_too_short_for_a_provider_s_crds_is_said_before_the_run():
-    assert crd_pass.too_long(300, 300.0) == ""  # a few hundred fit the default 5 minutes
-    warning = crd_pass.too_long(2060, 300.0)
+    assert engine_crds.too_long(300, 300.0) == ""  # a few hundred fit the default 5 minutes
+    warning = engine_crds.too_long(2060, 300.0)
     assert warning.startswith("deleting 2060 CRDs takes the API server about 11m"), warning
     assert "--timeout 300s may end first: --timeout 21m would cover a busy server" in warning
 
