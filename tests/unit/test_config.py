@@ -127,22 +127,68 @@ def test_static_credentials_are_loaded_without_importing_the_kubernetes_client(t
 
 
 @pytest.mark.parametrize(
-    "user",
+    ("user", "client"),
     [
-        {"auth-provider": {"name": "oidc"}},
-        {"username": "u", "password": "p"},
-        {"client-certificate": "relative/client.crt"},
+        ({"auth-provider": {"name": "oidc"}}, True),
+        ({"username": "u", "password": "p"}, True),
+        ({"client-certificate": "relative/client.crt", "client-key": "relative/client.key"}, False),
     ],
 )
-def test_anything_but_static_credentials_is_left_to_the_kubernetes_client(tmp_path, user):
-    from kubectl_unfinalize.kube.kubeconfig import static_config
+def test_only_auth_providers_and_basic_auth_are_left_to_the_kubernetes_client(tmp_path, user, client):
+    """Everything else, relative paths included, is resolved here, without the client."""
+    from kubectl_unfinalize.kube.credentials import user_credential
+    from kubectl_unfinalize.kube.kubeconfig import resolve
 
     path = tmp_path / "kc"
     path.write_text(yaml.safe_dump({
         "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
         "clusters": [{"name": "k", "cluster": {"server": "https://k.example"}}], "users": [{"name": "u", "user": user}],
     }))  # fmt: skip
-    assert static_config(ConnectionOptions(), [str(path)]) is None
+    found = resolve(ConnectionOptions(), [str(path)])
+    assert found is not None and found.user == user and found.server == "https://k.example"
+    assert (user_credential(found.user_name, found.user, found.base, found.cluster) is None) == client
+    if not client:
+        assert (found.cert_file, found.key_file) == (
+            f"{tmp_path}/relative/client.crt",
+            f"{tmp_path}/relative/client.key",
+        )
+
+
+def test_each_relative_path_is_relative_to_the_file_that_names_it(tmp_path, monkeypatch):
+    """As kubectl reads merged files: the cluster's CA beside the cluster's file, the
+    user's token file beside the user's (the client's loader took both from the cluster's)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    self_signed_ca(tmp_path / "a" / "ca.crt")
+    (tmp_path / "b" / "token").write_text("from-b")
+    (tmp_path / "a" / "kc").write_text(yaml.safe_dump({
+        "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://k.example", "certificate-authority": "ca.crt"}}],
+    }))  # fmt: skip
+    (tmp_path / "b" / "kc").write_text(yaml.safe_dump({"users": [{"name": "u", "user": {"tokenFile": "token"}}]}))
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'a' / 'kc'}:{tmp_path / 'b' / 'kc'}")
+    monkeypatch.chdir(tmp_path)
+    t = connect(ConnectionOptions())
+    assert t.authorization() == "Bearer from-b"
+    assert t.credential.describe() == f'of kubeconfig user "u" (token file {tmp_path / "b" / "token"})'
+
+
+@pytest.mark.parametrize(
+    ("context", "cluster", "message"),
+    [
+        ({"cluster": "gone", "user": "u"}, {"server": "https://k"}, "cluster 'gone' of context 'c' not found"),
+        ({"user": "u"}, {"server": "https://k"}, "context 'c' names no cluster; pass --cluster or --server"),
+        ({"cluster": "k", "user": "u"}, {}, "cluster 'k' has no server in kubeconfig"),
+    ],
+)
+def test_a_context_that_leads_nowhere_is_one_line(tmp_path, context, cluster, message):
+    path = tmp_path / "kc"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c", "contexts": [{"name": "c", "context": context}],
+        "clusters": [{"name": "k", "cluster": cluster}], "users": [{"name": "u", "user": {"token": "t"}}],
+    }))  # fmt: skip
+    with pytest.raises(ConfigError, match=message):
+        connect(ConnectionOptions(kubeconfig=str(path)))
 
 
 def plugin_kubeconfig(tmp_path, user, cluster=None):
@@ -197,10 +243,9 @@ def test_an_exec_plugin_is_run_by_the_tool_without_the_kubernetes_client(tmp_pat
     assert out.stdout.strip() == "[]" and runs.read_text() == "."
 
 
-def test_through_the_kubernetes_client_an_exec_plugin_and_a_token_file_are_still_the_tools(tmp_path):
-    """A relative certificate-authority path sends the kubeconfig to the client; the
-    plugin is still run once by the tool (not by the client's loader as well), and a
-    relative tokenFile is read from beside the kubeconfig, again after a 401."""
+def test_beside_a_relative_certificate_authority_an_exec_plugin_and_a_token_file_are_the_tools(tmp_path):
+    """The CA is read from beside the kubeconfig; the plugin is run once, and a relative
+    tokenFile is read from beside the kubeconfig, again after a 401."""
     self_signed_ca(tmp_path / "ca.crt")
     exec_config, runs = counting_plugin(tmp_path)
     cluster = {"server": "https://k.example", "certificate-authority": "ca.crt"}

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ApiError, NoAnswer, NotFound
 from ..model import Resource
-from .transport import UNAVAILABLE
+from .retries import UNAVAILABLE
 
 # client-go's order: the format a server knows best first, the plain lists last.
 AGGREGATED = ",".join(

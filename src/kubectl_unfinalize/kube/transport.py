@@ -1,4 +1,4 @@
-"""HTTP to the API server: retries, one deadline, typed errors, request logs.
+"""HTTP to the API server: one deadline, typed errors, request logs (retries.py: when again).
 
 The kubernetes client's generated API classes are bypassed because they cannot ask for
 metadata-only lists, pick a patch type per request, or retry on 429/5xx. Every request
@@ -27,28 +27,17 @@ from urllib.parse import urlencode, urlsplit
 
 from .._version import __version__
 from ..deadline import NO_DEADLINE, Deadline
-from ..errors import ApiError, ConfigError, DeadlineExceeded, NoAnswer, Unauthorized, Unreachable
-from ..net.connections import Connections, NotSent, header_lines
+from ..errors import ConfigError, Unauthorized
+from ..net.connections import Connections, header_lines
 from ..net.connections import reason as failure
 from .answers import api_error
 from .credentials import Credential, Token
+from .retries import MIN_TIME, Attempts, throttled_wait
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
-RETRY_STATUSES = {429, 500, 502, 503, 504}
-UNAVAILABLE = {502, 503, 504}  # what an aggregated API that is down answers through the API server
-MAX_ATTEMPTS = 8  # without a deadline (completion, tools): a few seconds of retrying
-MAX_ATTEMPTS_500 = 3  # a 500 is often lasting (a dead conversion webhook)
-MAX_CONNECT_ATTEMPTS = 4  # a server never reached in this process is more likely a wrong address than an outage
-MAX_BACKOFF = 2.0  # an API server restart takes seconds: notice its return quickly
-MAX_RETRY_AFTER = 30.0
-# A 429's Retry-After is waited at most this long: API Priority and Fairness asks for up to
-# 30 s, sized for clients that do not pace themselves; the request is sent again only
-# within the pacing's limit, which the refusal has already lowered.
-MAX_THROTTLED = 1.0
 READ_TIMEOUT = 60.0
-MIN_TIME = 0.01  # a request with less time than this left is not sent: it could only time out
 LOG_BODY = 1000
 
 Log = Callable[[str], None]
@@ -162,100 +151,52 @@ class Transport:
         on_chunk: Callable[[bytes], bool] | None = None,
         probe: float | None = None,
     ) -> Any:
-        """Send one request, retrying until `deadline` what the server refused (429, 5xx)
-        or never saw (no connection); one that failed after it may have reached the server
-        is sent again only when the verb says it is `idempotent`. Return the decoded JSON
-        body (None with decode=False: a bulk write's answer is not read), or what `parse`
-        makes of it (a watch's lines); `on_bytes` is told the body's size (list pages
-        are sized by it); `on_chunk` reads a watch as its events come (Parser.on_chunk:
-        it may end it early, and nothing is then returned). `probe` (seconds) asks for
-        an answer now or not at all, for a caller that takes "unavailable" as an answer
-        (discovery of a group version an aggregated API serves): no answer within that
-        many seconds, or a 502/503/504, is raised at once, never retried until the
-        deadline (NoAnswer, ApiError); a 429, or a connection never opened, is retried as
-        usual. Raises a typed ApiError, Unreachable, or DeadlineExceeded when the time was
-        up before sending."""
-        target = self._prefix + path
-        params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
-        if params:
-            target += "?" + urlencode(params, doseq=True)
-        url = self.host + target[len(self._prefix) :]
-        payload = None
-        if body is not None:
-            payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
-            content_type = content_type or JSON
-        bounded = deadline.at is not None
-        attempt = internal_errors = 0
-        ambiguous = False
+        """Send one request, sent again as retries.Attempts says (it raises ApiError,
+        Unreachable, NoAnswer, DeadlineExceeded). Return the decoded JSON body (None with
+        decode=False: a bulk write's answer is not read), or what `parse` makes of it (a
+        watch's lines); `on_bytes` is told the body's size (list pages are sized by it);
+        `on_chunk` reads a watch as its events come (it may end it: nothing is returned)."""
+        target = self._target(path, query)
+        payload = body if body is None or isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+        content_type = content_type or (JSON if body is not None else None)
+        attempts = Attempts(self, f"{method} {path}", deadline, idempotent, probe)
         renewed: float | None = None  # when this request's first 401 asked for a new credential
         token: Token | None = None  # the credential to send with; None: the current one
         while True:
-            attempt += 1
             if self.rejected is not None:  # before the deadline, which it may have ended
                 raise _again(self.rejected)
-            if deadline.remaining() < MIN_TIME:
-                raise DeadlineExceeded(f"out of time before {method} {path} could be sent")
-            started = time.monotonic()
+            started = attempts.begin()
             token = token or self.credential.current()
             try:
-                response = self.connections.send(
-                    method,
-                    target,
-                    payload,
-                    self.headers(accept, content_type, token),
-                    self.timeout(deadline, probe),
-                    on_chunk,
-                )
+                headers, timeout = self.headers(accept, content_type, token), self.timeout(deadline, probe)
+                response = self.connections.send(method, target, payload, headers, timeout, on_chunk)
             except ValueError as exc:  # a header value or name that cannot be sent
                 raise ConfigError(str(exc)) from None
             except OSError as exc:
-                self._trace(method, url, f"error {failure(exc)}", started, attempt, None)
-                sent = not isinstance(exc, NotSent)
-                ambiguous = ambiguous or sent
-                delay = _backoff(attempt)
-                if sent and probe:
-                    raise NoAnswer(f"no answer to {method} {path} within {probe:g}s ({failure(exc)})") from exc
-                if sent and not idempotent:
-                    raise Unreachable(
-                        f"lost the connection to the API server at {self.host} during {method} {path}"
-                        f" ({failure(exc)}); not sent again, since it may have been applied"
-                    ) from exc
-                if not ((bounded and self.reached) or attempt < MAX_CONNECT_ATTEMPTS) or delay >= deadline.remaining():
-                    raise Unreachable(f"cannot reach the API server at {self.host}: {failure(exc)}") from exc
-                self.sleep(delay)
+                self._trace(method, target, f"error {failure(exc)}", started, attempts.count, None)
+                self.sleep(attempts.after_error(exc))
                 continue
             self.reached = True
-            status = response.status
             if self._log is not None:
-                self._trace(method, url, f"{status} {response.reason or ''}".strip(), started, attempt, response.data)
-            if 200 <= status < 300:
-                data = response.data
+                result = f"{response.status} {response.reason or ''}".strip()
+                self._trace(method, target, result, started, attempts.count, response.data)
+            if 200 <= response.status < 300:
                 if on_bytes is not None:
-                    on_bytes(len(data))
-                return parse(data) if data and decode else None
-            error = api_error(method, path, response, ambiguous)
+                    on_bytes(len(response.data))
+                return parse(response.data) if response.data and decode else None
+            error = api_error(method, path, response, attempts.ambiguous)
             if isinstance(error, Unauthorized):
                 renewed = renewed or time.monotonic()
                 token = self._renewed(token, renewed, error, deadline)
                 continue
             token = None
-            throttled = status == 429
-            if throttled:
-                self.pushed_back(started)
-            internal_errors += status == 500
-            delay = _retry_delay(error, attempt)
-            retry = (
-                status in RETRY_STATUSES
-                and not (probe and status in UNAVAILABLE)
-                and internal_errors < MAX_ATTEMPTS_500
-                and (bounded or attempt < MAX_ATTEMPTS)
-                # a 429 is waited out until the deadline, which then ends the request unsent
-                and (delay < deadline.remaining() or (throttled and bounded))
-            )
-            if not retry:
-                raise error
-            with self.parked() if throttled else contextlib.nullcontext():
-                self.sleep(min(delay, deadline.remaining()))
+            delay = attempts.after_status(error)
+            with self.parked() if error.status == 429 else contextlib.nullcontext():
+                self.sleep(delay)
+
+    def _target(self, path: str, query: dict[str, Any] | None) -> str:
+        params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
+        return self._prefix + path + ("?" + urlencode(params, doseq=True) if params else "")
 
     def _renewed(self, refused: Token, since: float, error: Unauthorized, deadline: Deadline) -> Token:
         """After a 401 to `refused`: the credential to send the request again with. Raises
@@ -282,9 +223,10 @@ class Transport:
                 raise error
         raise _again(self.rejected)
 
-    def _trace(self, method: str, url: str, result: str, started: float, attempt: int, data: bytes | None) -> None:
+    def _trace(self, method: str, target: str, result: str, started: float, attempt: int, data: bytes | None) -> None:
         if self._log is None:
             return
+        url = self.host + target[len(self._prefix) :]
         ms = (time.monotonic() - started) * 1000
         retry = f" (retry {attempt - 1})" if attempt > 1 else ""
         line = f"{method} {url} {result} in {ms:.0f} milliseconds{retry}"
@@ -300,27 +242,3 @@ def _again(error: Unauthorized) -> Unauthorized:
     again = Unauthorized(error.status, error.reason, Exception.__str__(error), error.method, error.path)
     again.credential = error.credential
     return again
-
-
-def _backoff(attempt: int) -> float:
-    import random  # here: a run that retries nothing does not pay its import (hashlib, bisect) at start-up
-
-    base: float = min(0.1 * 2 ** (attempt - 1), MAX_BACKOFF)
-    return base * (0.5 + random.random() / 2)
-
-
-def throttled_wait(retry_after: str | float | None) -> float:
-    """A 429's Retry-After as this client waits it: at most MAX_THROTTLED; 0 without one
-    (the caller's own retry rules apply then)."""
-    try:
-        return min(max(float(retry_after or 0), 0.0), MAX_THROTTLED)
-    except ValueError:
-        return 0.0
-
-
-def _retry_delay(error: ApiError, attempt: int) -> float:
-    if error.retry_after is not None:
-        if error.status == 429:
-            return throttled_wait(error.retry_after)
-        return min(max(float(error.retry_after), 0.0), MAX_RETRY_AFTER)
-    return _backoff(attempt)
