@@ -1,0 +1,53 @@
+"""What a run tells its record, as plain data: the engine reports each answered write here
+and never learns where (or whether) it is kept. records/ writes it to disk; a run without
+a record gets NO_JOURNAL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .model import ObjectRef
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write as the API server answered it. `version`/`new_version`: the object's
+    resourceVersion before and after ("" when unknown); `finalizers`: what it held before."""
+
+    op: str  # unfinalize, delete, reconfigure; undo's refinalize, create
+    ref: ObjectRef
+    uid: str = ""
+    version: str = ""
+    new_version: str = ""
+    finalizers: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    outcome: str = "ok"
+    message: str = ""
+    leaks: str = ""
+
+
+class Journal(Protocol):
+    @property
+    def backups(self) -> bool:
+        """Whether bodies are kept before custom resources are deleted (--backup)."""
+        ...
+
+    def wrote(self, write: Write) -> None: ...
+
+    def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
+        """A body before its delete: kind "crd" (a CRD's manifest) or "backup"."""
+        ...
+
+
+class _NoJournal:
+    backups = False
+
+    def wrote(self, write: Write) -> None:
+        pass
+
+    def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
+        pass
+
+
+NO_JOURNAL: Journal = _NoJournal()
