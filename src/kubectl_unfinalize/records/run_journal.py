@@ -1,0 +1,53 @@
+"""The journal a writing run hands the engine: each write, and each body kept before a
+delete, becomes a line of the record as it happens."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..journal import Write
+from ..model import ObjectRef
+from .entries import FORMAT, kept_line, write_line
+from .writer import RecordWriter, Warn
+
+
+class RecordJournal:
+    def __init__(self, writer: RecordWriter, backups: bool = False) -> None:
+        self.writer = writer
+        self._backups = backups
+        self.may_leak = 0
+
+    @property
+    def backups(self) -> bool:
+        return self._backups
+
+    @property
+    def path(self) -> str:
+        return "" if self.writer.failed else str(self.writer.path)
+
+    def wrote(self, write: Write) -> None:
+        self.writer.write(write_line(write))
+
+    def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
+        self.writer.write(kept_line(kind, ref, body))
+
+    def finish(self, counts: dict[str, int], ok: bool, seconds: float) -> None:
+        end = {"type": "end", "finished": _now(), "seconds": round(seconds, 3), "ok": ok, "counts": counts}
+        self.writer.close(end)
+
+
+def header(run_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The record's first line: what ran, where, when. `fields` are the caller's (command,
+    context, server, user, selection, options, undoes)."""
+    return {"type": "header", "format": FORMAT, "id": run_id, "started": _now(), **fields}
+
+
+def open_journal(path: Any, run_id: str, fields: dict[str, Any], warn: Warn, backups: bool) -> RecordJournal:
+    writer = RecordWriter(path, warn)
+    writer.open(header(run_id, fields))
+    return RecordJournal(writer, backups)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
