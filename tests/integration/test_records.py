@@ -9,7 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from crs import create, create_many, crd_state, snapshot, wait_until
+from crs import crd_state, create, create_many, snapshot, wait_until
 from kubernetes.client import CustomObjectsApi
 
 HOLD = "unfinalize.test/hold"
