@@ -19,6 +19,7 @@ from .kube.cluster import HttpCluster
 from .kube.config import connect
 from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
+from .records.start import finish, report_counts, start
 from .resolve import resolve
 from .resolve.documents import declared_crds
 from .resolve.manifests import read_manifests
@@ -146,13 +147,19 @@ def run(
     retain: bool = True,
     interrupt: threading.Event | None = None,
     on_warning: Callable[[str], None] | None = None,
+    record: str | None = None,
+    command: str | None = None,
 ) -> Report:
     """Read the manifests (before connecting: a bad one is reported even when the
     cluster is unreachable), resolve, ask, free. retain=False keeps only failures in the
     Report (the listener has seen every outcome), for memory flat in the object count.
     Setting `interrupt` ends the run as its deadline would, and the Report says so.
     `on_warning` is told, before anything is changed, when the timeout looks too short
-    for the CRDs to delete (a provider's hundreds)."""
+    for the CRDs to delete (a provider's hundreds), and when the record cannot be written.
+
+    Every write is recorded (`Report.record` is the file; `history()`, `undo()`): in
+    $XDG_STATE_HOME/kubectl-unfinalize/, in the folder or file `record` names, or nowhere
+    with record="none". `command` is what the record's header says was run."""
     documents = read_manifests(list(selection.files), selection.recursive) if selection.files else []
     with connect(connection) as transport:
         cluster = HttpCluster(transport, Deadline(options.deadline_seconds, interrupt))
@@ -162,8 +169,27 @@ def run(
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
-        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning)
-        return engine.run(targets, skipped=targets.missing)
+        journal = start(
+            record,
+            command=command,
+            context=transport.context,
+            server=transport.host,
+            selection=selection,
+            options=options,
+            warn=on_warning or _warn,
+            dry_run=options.dry_run,
+            backups=options.backup,
+        )
+        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning, journal)
+        report = engine.run(targets, skipped=targets.missing)
+        report.record = finish(journal, report_counts(report), report.ok, report.seconds)
+        return report
+
+
+def _warn(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def scan(

@@ -28,9 +28,10 @@ class Write:
 
 
 class Journal(Protocol):
-    @property
-    def backups(self) -> bool:
-        """Whether bodies are kept before custom resources are deleted (--backup)."""
+    def wants(self, kind: str) -> bool:
+        """Whether a body of `kind` is kept before its delete: "crd" (a CRD's manifest,
+        whenever there is a record) or "backup" (any other object's, with --backup). Asked
+        first, so that a run without a record reads nothing more."""
         ...
 
     def wrote(self, write: Write) -> None: ...
@@ -41,7 +42,8 @@ class Journal(Protocol):
 
 
 class _NoJournal:
-    backups = False
+    def wants(self, kind: str) -> bool:
+        return False
 
     def wrote(self, write: Write) -> None:
         pass

@@ -218,6 +218,7 @@ class Report:
     # What ended the run before its deadline (credentials the API server rejects for
     # good): `error` says it, and its exit status is the run's.
     stopped_by: UnfinalizeError | None = None
+    record: str = ""  # the record of this run's writes ("" when none was written: a dry run, --record=none)
 
     def __post_init__(self) -> None:
         if self.outcomes and not self.counts:  # a Report built by hand counts what it holds
@@ -268,6 +269,7 @@ class Report:
                 "reconfigured": self.count(Action.RECONFIGURED),
             },
             "error": self.error,
+            "record": self.record or None,
             "skipped": list(self.skipped),
             "items": [o.to_dict() for o in items],
         }

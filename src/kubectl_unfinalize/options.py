@@ -128,9 +128,15 @@ class Options:
     settle: float = 1.0
     poll: float = 0.2
     remove_dead_webhooks: bool = False  # opt-in: delete admission webhook configurations whose backend is dead
+    backup: bool = False  # keep the bodies of what --delete deletes in the record, so undo can create them again
+    max_objects: int | None = None  # change at most this many objects: refused before the first write, else stop
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))
+        if self.backup and not self.delete:
+            raise InputError("--backup keeps what --delete deletes: use it with --delete")
+        if self.max_objects is not None and self.max_objects < 0:
+            raise InputError("--max-objects must be 0 or more")
         object.__setattr__(self, "finalizers", tuple(self.finalizers))
         check_bounds(self.concurrency, self.chunk_size, self.timeout)
         if not self.wait and not self.delete:

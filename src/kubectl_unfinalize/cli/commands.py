@@ -18,6 +18,7 @@ from ..scanning.options import ScanOptions
 from .connection_flags import to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, UsageError, build_parser, normalize_argv
 from .process import err
+from .record_flags import HISTORY_WORDS, UNDO_WORDS
 from .scan_flags import SCAN_LISTS, SCAN_WORDS, scan_problem
 from .type_words import check_type_form, type_selection
 
@@ -59,7 +60,30 @@ class ScanCommand:
     output: Output
 
 
-Command = Version | RunCommand | ScanCommand
+@dataclass(frozen=True)
+class HistoryCommand:
+    """history [ID|--last]: the records of this context, or one of them."""
+
+    record: str | None
+    last: bool
+    connection: ConnectionOptions
+    output: Output
+    folder: str | None = None  # --record: where the records are, when not in the default place
+
+
+@dataclass(frozen=True)
+class UndoCommand:
+    """undo ID|--last: put back what a recorded run removed."""
+
+    record: str | None
+    last: bool
+    dry_run: str
+    connection: ConnectionOptions
+    output: Output
+    record_to: str | None = None  # --record: where undo's own record goes
+
+
+Command = Version | RunCommand | ScanCommand | HistoryCommand | UndoCommand
 
 
 def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
@@ -74,11 +98,43 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
     word = args.words[0].lower() if args.words else None  # the command word: classified here, once
     try:
         if word in SCAN_WORDS:
+            _no_record_flags(args, "scan")
             return ScanCommand(_scan_options(args), to_connection_options(args, log=err), output)
+        if word in HISTORY_WORDS + UNDO_WORDS:
+            return _record_command(args, word, output)
+        if args.last:
+            raise UsageError("--last applies to history and undo")
         selection, options = _run_options(args, word)
         return RunCommand(selection, options, to_connection_options(args, log=err), output, args.interactive)
     except InputError as exc:  # the rules the Python API shares live in the option classes
         raise UsageError(str(exc)) from None
+
+
+def _record_command(args: argparse.Namespace, word: str, output: Output) -> HistoryCommand | UndoCommand:
+    """history and undo take one record id, or --last; no selection and no run flags."""
+    ids = args.words[1:]
+    if len(ids) > 1 or (ids and args.last):
+        raise UsageError(f"{word} takes one record ID, or --last")
+    if args.filename or args.group or args.selector or args.category or args.delete or args.finalizer:
+        raise UsageError(f"{word} takes a record, not a selection")
+    if args.backup or args.max_objects is not None:
+        raise UsageError(f"--backup and --max-objects apply to a run, not to {word}")
+    if output.format in ("name", "wide"):
+        raise UsageError(f"{word}: -o text, json or yaml")
+    connection = to_connection_options(args, log=err)
+    record = ids[0] if ids else None
+    if word in HISTORY_WORDS:
+        if args.dry_run != "none":
+            raise UsageError("history reads records: --dry-run applies to runs and undo")
+        return HistoryCommand(record, args.last, connection, output, args.record)
+    if not (ids or args.last):
+        raise UsageError("undo needs a record ID (kubectl unfinalize history lists them) or --last")
+    return UndoCommand(record, args.last, args.dry_run, connection, output, args.record)
+
+
+def _no_record_flags(args: argparse.Namespace, word: str) -> None:
+    if args.record is not None or args.backup or args.max_objects is not None or args.last:
+        raise UsageError(f"--record, --backup, --max-objects and --last do not apply to {word}")
 
 
 def _scan_options(args: argparse.Namespace) -> ScanOptions:
@@ -160,4 +216,6 @@ def _options(args: argparse.Namespace) -> Options:
         concurrency=args.concurrency,
         chunk_size=args.chunk_size,
         remove_dead_webhooks=args.remove_dead_webhooks,
+        backup=args.backup,
+        max_objects=args.max_objects,
     )

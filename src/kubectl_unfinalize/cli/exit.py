@@ -14,6 +14,7 @@ from .process import err, print_traceback
 
 if TYPE_CHECKING:
     from ..model import Report
+    from ..records.model import UndoReport
     from ..scanning.model import ScanReport
 
 OK = ExitStatus.OK  # a command that did what it was asked
@@ -49,6 +50,11 @@ def of_scan(report: ScanReport) -> ExitStatus:
     if report.stuck:
         return ExitStatus.FAILED
     return ExitStatus.PENDING if report.pending else ExitStatus.OK
+
+
+def of_undo(report: UndoReport) -> ExitStatus:
+    """undo: 0 when everything was put back (or was there already), 1 when something could not be."""
+    return ExitStatus.OK if report.ok else ExitStatus.FAILED
 
 
 def of_error(exc: BaseException, verbose: int) -> ExitStatus:

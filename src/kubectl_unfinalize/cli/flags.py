@@ -11,6 +11,7 @@ from typing import NoReturn
 
 from .connection_flags import add_bool_flag, add_connection_flags, duration
 from .help_text import DESCRIPTION, EPILOG
+from .record_flags import add_record_flags
 from .scan_flags import add_scan_flags
 
 CRD_WORDS = ("crd", "crds", "customresourcedefinition", "customresourcedefinitions")
@@ -40,7 +41,9 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
         f"       {prog} TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR [-n NAMESPACE | -A] [options]\n"
         f"       {prog} -f PATH [-f PATH] [-R] [options]\n"
-        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all] [--wait]",
+        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all] [--wait]\n"
+        f"       {prog} history [ID | --last] [-o text|json|yaml]\n"
+        f"       {prog} undo ID | --last [--dry-run=server]",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -48,12 +51,13 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
     parser.add_argument(
         "words",
         nargs="*",
-        metavar="crd NAME | ns NAME | TYPE NAME | TYPE/NAME | scan",
+        metavar="crd NAME | ns NAME | TYPE NAME | TYPE/NAME | scan | history | undo",
         help="CRDs by name: the CRD name, "
         "or the resource as kubectl knows it (plural, singular, kind, short name, "
         "plural.group, kind.group); or namespaces by name (ns, namespace, namespaces); "
         "or objects of any other type, TYPE spelled as kubectl spells it; "
-        "or scan: report what is stuck cluster-wide, read-only",
+        "or scan: report what is stuck cluster-wide, read-only; "
+        "or history, undo: the records of earlier runs, and putting back what one removed",
     )
     parser.add_argument("--version", action="store_true", help="print versions and exit")
 
@@ -157,6 +161,8 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         help="at most N requests in flight (default 64); the run adapts below it to latency and 429s",
     )
     act.add_argument("--chunk-size", type=int, default=500, metavar="N", help="list page size (default 500)")
+
+    add_record_flags(parser.add_argument_group("record, history and undo"))
 
     out = parser.add_argument_group("output")
     out.add_argument(

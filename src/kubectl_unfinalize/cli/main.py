@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .commands import Command, ScanCommand, Version, parse
+from .commands import Command, HistoryCommand, ScanCommand, UndoCommand, Version, parse
 from .exit import of_error
 from .flags import build_parser
 from .process import exit_now
@@ -44,6 +44,14 @@ def _dispatch(command: Command) -> int:
         from .scan_command import scan
 
         return scan(command)
+    if isinstance(command, HistoryCommand):
+        from .record_command import history
+
+        return history(command)
+    if isinstance(command, UndoCommand):
+        from .record_command import undo
+
+        return undo(command)
     from .run_command import run
 
     return run(command)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..deadline import Deadline
+from ..journal import NO_JOURNAL, Journal
 from ..kube.port import Cluster
 from ..options import Options
 from .outcomes import OutcomeBook
@@ -18,3 +19,4 @@ class RunContext:
     options: Options
     book: OutcomeBook
     deadline: Deadline
+    journal: Journal = NO_JOURNAL  # the run's record: told each write as it is answered

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import finalizers
 from ..errors import RUN_ENDED, Conflict, NotFound, UnfinalizeError
+from ..journal import Write
 from ..kube.port import RemoveAll
 from ..model import Action, ObjectKey, ObjectMeta, ObjectRef
 from ..options import DryRun
@@ -16,6 +17,7 @@ from . import diagnose
 from .admission import Admission, Blocked
 from .background import Gate
 from .context import RunContext
+from .recording import Cap, CapReached
 from .sightings import Sightings
 
 CONFLICT_RETRIES = 10
@@ -24,10 +26,14 @@ CONFLICT_RETRIES = 10
 class Freer:
     """How every sweep (CRDs, namespaces, manifest objects) frees an object. Thread-safe."""
 
-    def __init__(self, run: RunContext, admission: Admission, sightings: Sightings, gate: Gate | None = None) -> None:
+    def __init__(
+        self, run: RunContext, admission: Admission, sightings: Sightings, cap: Cap, gate: Gate | None = None
+    ) -> None:
         self._cluster = run.cluster
         self._options = run.options
         self._book = run.book
+        self._journal = run.journal
+        self._cap = cap
         self._admission = admission
         self._sightings = sightings
         self._gate = gate or Gate()
@@ -62,6 +68,10 @@ class Freer:
             return job  # not sent: the job says why
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
+        try:
+            self._cap.take(meta.ref)
+        except CapReached:
+            return job  # not sent: the job meets the cap again and says so
         done = partial(self._freed_in_bulk, meta)
         return RemoveAll(meta, done if then is None else partial(_both, done, then), job)
 
@@ -124,7 +134,13 @@ class Freer:
         """`version`: the resourceVersion the patch left the object at, when the answer said."""
         if not meta.terminating and not self._options.delete:
             self._sightings.freed_live(meta, version)
-        self._book.of(meta, Action.UNFINALIZED, removed, message, finalizers.leaks(removed, obj, meta.external_name))
+        leaks = finalizers.leaks(removed, obj, meta.external_name)
+        if self._options.dry_run is DryRun.NONE:
+            write = Write(
+                "unfinalize", meta.ref, meta.uid, meta.resource_version, version, meta.finalizers, tuple(removed)
+            )
+            self._journal.wrote(Write(**{**write.__dict__, "message": message, "leaks": leaks}))
+        self._book.of(meta, Action.UNFINALIZED, removed, message, leaks)
         return True
 
     def contain(self, ref: ObjectRef, verb: str, job: Callable[[], bool]) -> bool:
@@ -135,12 +151,18 @@ class Freer:
             pass  # not sent, or the run ended: the diagnosis at the deadline, or the run's error, says what is left
         except Blocked as exc:  # lasting: the webhook's own line says what and how to fix it
             self._admission.count_refusal(ref)
-            self._book.add(ref, Action.FAILED, message=str(exc))
+            self._failed(ref, verb, str(exc))
         except UnfinalizeError as exc:
-            self._book.add(ref, Action.FAILED, message=diagnose.explain(exc, verb, ref.resource))
+            self._failed(ref, verb, diagnose.explain(exc, verb, ref.resource))
         except Exception as exc:  # noqa: BLE001 - contained: one object's bug must not lose the report
-            self._book.add(ref, Action.FAILED, message=f"unexpected {type(exc).__name__}: {exc}")
+            self._failed(ref, verb, f"unexpected {type(exc).__name__}: {exc}")
         return False
+
+    def _failed(self, ref: ObjectRef, verb: str, message: str) -> None:
+        if self._options.dry_run is DryRun.NONE:
+            op = "unfinalize" if verb == "free" else verb
+            self._journal.wrote(Write(op, ref, outcome="failed", message=message))
+        self._book.add(ref, Action.FAILED, message=message)
 
 
 def _both(first: Callable[[str], object], then: Callable[[], object], version: str) -> None:

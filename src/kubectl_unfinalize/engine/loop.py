@@ -26,6 +26,7 @@ from functools import partial
 from .. import finalizers
 from ..deadline import Deadline
 from ..errors import UnfinalizeError
+from ..journal import NO_JOURNAL, Journal
 from ..kube.port import Cluster, PlumbedCluster
 from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
@@ -42,6 +43,7 @@ from .object_sweep import ObjectState, ObjectSweep
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
 from .preflight import ask_ahead, preflight
+from .recording import Cap, over_cap, recorded
 from .sightings import Sightings
 from .workers import Workers
 
@@ -75,16 +77,19 @@ class Engine:
         on_progress: ProgressListener | None = None,
         retain: bool = True,
         on_warning: Callable[[str], None] | None = None,
+        journal: Journal = NO_JOURNAL,
     ) -> None:
         self.cluster = cluster
         self.options = options
         self.deadline = deadline
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
-        self.admission = Admission(cluster, options, self.book)
-        run = RunContext(guard(cluster, self.admission), options, self.book, deadline)
+        self.cap = Cap(options.max_objects)
+        writes = recorded(cluster, journal, self.cap)  # every write is counted against the cap and recorded
+        self.admission = Admission(writes, options, self.book)
+        run = RunContext(guard(writes, self.admission), options, self.book, deadline, journal)
         self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
-        self.freer = Freer(run, self.admission, self.sightings, self.gate)
+        self.freer = Freer(run, self.admission, self.sightings, self.cap, self.gate)
         self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
         self.objects = ObjectSweep(run, self.freer)
         start = options.concurrency if cluster.far() else START
@@ -118,6 +123,7 @@ class Engine:
         if options.delete and options.wait and options.dry_run is DryRun.NONE:
             if warning := too_long(len(targets.crds), options.deadline_seconds):
                 self._on_warning(warning)
+        over_cap(self.cluster, options, targets)  # raises before the first write
         started = time.monotonic()
         report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
         pending = _Targets(

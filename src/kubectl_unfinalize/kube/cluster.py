@@ -222,6 +222,13 @@ class HttpCluster:
         path = ref.resource.path(ref.namespace, ref.name)
         self._request("PATCH", path, query=query, body=body, content_type=MERGE_PATCH, accept=PATCH_ANSWER)
 
+    def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:
+        """undo's one create (a CRD or a backed-up object, again): the new object's uid. A
+        409 AlreadyExists is a Conflict: someone made one of that name since."""
+        query = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
+        answer = self._request("POST", resource.path(namespace), query=query, body=body)
+        return str(((answer or {}).get("metadata") or {}).get("uid") or "")
+
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         """SelfSubjectAccessReview; True when the review itself cannot be made, since the
         real requests will then report what is refused."""

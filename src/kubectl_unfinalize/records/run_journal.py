@@ -3,7 +3,9 @@ delete, becomes a line of the record as it happens."""
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from ..journal import Write
@@ -16,23 +18,28 @@ class RecordJournal:
     def __init__(self, writer: RecordWriter, backups: bool = False) -> None:
         self.writer = writer
         self._backups = backups
-        self.may_leak = 0
+        self.may_leak = 0  # writes whose object said what may be left outside the cluster
+        self._lock = threading.Lock()
 
-    @property
-    def backups(self) -> bool:
-        return self._backups
+    def wants(self, kind: str) -> bool:
+        return kind == "crd" or (kind == "backup" and self._backups)
 
     @property
     def path(self) -> str:
-        return "" if self.writer.failed else str(self.writer.path)
+        """The record, once something was written to it and nothing lost."""
+        return str(self.writer.path) if self.writer.written else ""
 
     def wrote(self, write: Write) -> None:
+        if write.leaks:
+            with self._lock:
+                self.may_leak += 1
         self.writer.write(write_line(write))
 
     def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
         self.writer.write(kept_line(kind, ref, body))
 
     def finish(self, counts: dict[str, int], ok: bool, seconds: float) -> None:
+        counts = {**counts, "mayLeak": self.may_leak} if self.may_leak else counts
         end = {"type": "end", "finished": _now(), "seconds": round(seconds, 3), "ok": ok, "counts": counts}
         self.writer.close(end)
 
@@ -43,10 +50,9 @@ def header(run_id: str, fields: dict[str, Any]) -> dict[str, Any]:
     return {"type": "header", "format": FORMAT, "id": run_id, "started": _now(), **fields}
 
 
-def open_journal(path: Any, run_id: str, fields: dict[str, Any], warn: Warn, backups: bool) -> RecordJournal:
-    writer = RecordWriter(path, warn)
-    writer.open(header(run_id, fields))
-    return RecordJournal(writer, backups)
+def open_journal(path: Path, run_id: str, fields: dict[str, Any], warn: Warn, backups: bool) -> RecordJournal:
+    """The record is made at the run's first write: a run that changes nothing leaves none."""
+    return RecordJournal(RecordWriter(path, warn, header(run_id, fields)), backups)
 
 
 def _now() -> str:

@@ -57,7 +57,9 @@ class Undo:
     def run(self, record: Record) -> list[UndoItem]:
         items: list[UndoItem] = []
         deleted = {(w.ref, w.uid) for w in record.writes if w.op == "delete" and w.outcome == "ok"}
-        crds = [k for k in record.kept if k.kind == "crd" and (k.ref, k.uid) in deleted]
+        # The first manifest kept of a CRD: before its conversion was switched off, if it was.
+        crds = list({(k.ref, k.uid): k for k in reversed(record.kept) if k.kind == "crd"}.values())
+        crds = [k for k in crds if (k.ref, k.uid) in deleted]
         backups = [k for k in record.kept if k.kind == "backup" and (k.ref, k.uid) in deleted]
         items += (crd_items := [self._crd(kept) for kept in crds])
         served = {k.ref.name for k, item in zip(crds, crd_items, strict=True) if item.done}
@@ -93,6 +95,8 @@ class Undo:
                 missing = tuple(f for f in write.removed if f not in meta.finalizers)
                 if not missing:
                     return _item(ref, True, "finalizers", "already there: " + ", ".join(write.removed))
+                if self.dry_run is DryRun.CLIENT:
+                    return _item(ref, True, "finalizers", "would put back " + ", ".join(missing))
                 try:
                     version = self.cluster.patch_finalizers(meta, meta.finalizers + missing, self.dry_run)
                 except Conflict:
@@ -137,6 +141,8 @@ class Undo:
         return _item(ref, True, "object", "created again from the backup" + note)
 
     def _create(self, ref: ObjectRef, body: dict[str, Any], kept: KeptBody) -> None:
+        if self.dry_run is DryRun.CLIENT:
+            return
         for attempt in range(10):
             try:
                 uid = self.cluster.create(ref.resource, ref.namespace, body, self.dry_run)
@@ -145,7 +151,9 @@ class Undo:
                 if attempt == 9 or self.dry_run is not DryRun.NONE:
                     raise
                 self.sleep(1.0)
-        self.journal.wrote(Write("create", ref, uid=uid, finalizers=tuple(body["metadata"].get("finalizers") or ())))
+        if self.dry_run is DryRun.NONE:
+            finalizers = tuple(body["metadata"].get("finalizers") or ())
+            self.journal.wrote(Write("create", ref, uid=uid, finalizers=finalizers))
 
     def _wait_served(self, names: set[str]) -> None:
         """A re-created CRD serves its objects once Established; until then creates are 404."""

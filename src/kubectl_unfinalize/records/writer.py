@@ -17,19 +17,27 @@ Warn = Callable[[str], None]
 
 
 class RecordWriter:
-    """Thread-safe: the workers and the bulk sender report writes at once. A failure to
-    write (no space, a path that is a folder of someone else's, a read-only home) is told
-    once to `warn` and turns the writer off: the run goes on, its exit status its own."""
+    """Thread-safe: the workers and the bulk sender report writes at once. The file is made
+    at the first write (a run that changes nothing leaves no record), its header first. A
+    failure to write (no space, a path under a file, a read-only home) is told once to
+    `warn` and turns the writer off: the run goes on, its exit status its own."""
 
-    def __init__(self, path: Path, warn: Warn) -> None:
+    def __init__(self, path: Path, warn: Warn, header: dict[str, Any]) -> None:
         self.path = path
         self._warn = warn
+        self._header: dict[str, Any] | None = header
         self._fd: int | None = None
         self._lock = threading.Lock()
         self.lines = 0
         self.failed = False
 
-    def open(self, header: dict[str, Any]) -> bool:
+    @property
+    def written(self) -> bool:
+        """Whether the record exists and holds everything told to it."""
+        return self._header is None and not self.failed
+
+    def _open(self) -> None:
+        header, self._header = self._header, None
         try:
             _private_folder(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
@@ -37,28 +45,34 @@ class RecordWriter:
                 os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
         except OSError as exc:
             self._fail(exc)
-            return False
+            return
         self._fd = fd
-        self.write(header)
-        return not self.failed
+        self._put(_line(header))
 
     def write(self, entry: dict[str, Any]) -> None:
-        line = (json.dumps(entry, separators=(",", ":"), default=str) + "\n").encode()
+        line = _line(entry)
         with self._lock:
-            if self._fd is None:
-                return
-            try:
-                _write_all(self._fd, line)
-            except OSError as exc:
-                self._close_fd()
-                self._fail(exc)
-                return
-            self.lines += 1
+            if self._header is not None:
+                self._open()
+            self._put(line)
+
+    def _put(self, line: bytes) -> None:
+        """Under the lock."""
+        if self._fd is None:
+            return
+        try:
+            _write_all(self._fd, line)
+        except OSError as exc:
+            self._close_fd()
+            self._fail(exc)
+            return
+        self.lines += 1
 
     def close(self, trailer: dict[str, Any] | None = None) -> None:
-        if trailer is not None:
-            self.write(trailer)
+        """End the record with `trailer`; a record never begun stays unmade."""
         with self._lock:
+            if trailer is not None and self._fd is not None:
+                self._put(_line(trailer))
             self._close_fd()
 
     def _close_fd(self) -> None:
@@ -74,6 +88,10 @@ class RecordWriter:
             self.failed = True
             reason = exc.strerror or str(exc)
             self._warn(f"cannot write the record {self.path}: {reason}; the run goes on without it")
+
+
+def _line(entry: dict[str, Any] | None) -> bytes:
+    return (json.dumps(entry, separators=(",", ":"), default=str) + "\n").encode()
 
 
 def _private_folder(folder: Path) -> None:

@@ -1,0 +1,114 @@
+"""How history and undo read on a terminal and in a document: plain text, JSON or YAML
+(docs/history.schema.json). Pure: strings from the API's data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ..records.model import API_VERSION, RecordSummary, UndoReport
+from ..records.reading import Record
+
+_COUNTS = (("unfinalized", "freed"), ("deleted", "deleted"), ("failed", "failed"), ("mayLeak", "may leak"))
+
+
+def document(data: dict[str, Any], output: str) -> str:
+    if output == "json":
+        return json.dumps(data, indent=2) + "\n"
+    import yaml
+
+    return str(yaml.safe_dump(data, sort_keys=False))
+
+
+def history_document(summaries: list[RecordSummary]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "History", "items": [s.to_dict() for s in summaries]}
+
+
+def history_table(summaries: list[RecordSummary]) -> Iterator[str]:
+    rows: list[tuple[str, ...]] = [("ID", "STARTED", "FREED", "DELETED", "FAILED", "MAY LEAK", "COMMAND")]
+    for item in summaries:
+        counts = [str(item.counts.get(key, 0)) for key, _ in _COUNTS]
+        command = f"undo of {item.undoes}" if item.undoes else item.command
+        rows.append((item.id, item.started, *counts, command + ("" if item.finished else " (did not finish)")))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1]
+
+
+def record_document(record: Record, summary: RecordSummary) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Record",
+        "summary": summary.to_dict(),
+        "header": record.header,
+        "writes": [_write_dict(w) for w in record.writes],
+        "cutShort": record.cut_short,
+    }
+
+
+def record_lines(record: Record, summary: RecordSummary) -> Iterator[str]:
+    """What the run changed, grouped as its summary is; then every may-leak line, since
+    what a removed finalizer guarded outside the cluster is what a person must go and check."""
+    counts = ", ".join(f"{summary.counts.get(key, 0)} {word}" for key, word in _COUNTS)
+    yield f"record {record.id}: {summary.command}"
+    yield f"  started {summary.started} on context {summary.context} ({summary.server}); {counts}"
+    if record.cut_short or record.end is None:
+        yield "  the run did not finish (killed?): the writes below are those answered before it stopped"
+    for write in record.writes:
+        yield _write_line(write)
+    leaks = [w for w in record.writes if w.leaks]
+    if leaks:
+        yield "may have been left behind outside the cluster:"
+        for write in leaks:
+            where = f" (namespace {write.ref.namespace})" if write.ref.namespace else ""
+            yield f"  {write.ref.display}{where}: {write.leaks}"
+
+
+def undo_document(report: UndoReport) -> dict[str, Any]:
+    return report.to_dict()
+
+
+def undo_lines(report: UndoReport) -> Iterator[str]:
+    for item in report.items:
+        where = f"namespace {item.namespace}; " if item.namespace else ""
+        if item.done:
+            yield f"{item.ref} {item.what} {item.detail} ({where.rstrip('; ')})".replace(" ()", "")
+        else:
+            yield f"{item.ref} {item.what} not put back ({where}{item.detail})"
+
+
+def _write_line(write: Any) -> str:
+    where = [f"namespace {write.ref.namespace}"] if write.ref.namespace else []
+    if write.removed:
+        where.append("removed " + ", ".join(write.removed))
+    if write.message and write.outcome != "ok":
+        where.append(write.message)
+    verb = {
+        "unfinalize": "unfinalized",
+        "delete": "deleted",
+        "reconfigure": "reconfigured",
+        "refinalize": "finalizers put back",
+        "create": "created",
+    }.get(write.op, write.op)
+    if write.outcome != "ok":
+        verb = f"{write.op} failed"
+    detail = f" ({'; '.join(where)})" if where else ""
+    return f"{write.ref.display} {verb}{detail}"
+
+
+def _write_dict(write: Any) -> dict[str, Any]:
+    return {
+        "op": write.op,
+        "resource": write.ref.resource.qualified,
+        "namespace": write.ref.namespace,
+        "name": write.ref.name,
+        "uid": write.uid,
+        "resourceVersion": write.version,
+        "newResourceVersion": write.new_version,
+        "finalizers": list(write.finalizers),
+        "removed": list(write.removed),
+        "outcome": write.outcome,
+        "message": write.message,
+        "leaks": write.leaks,
+    }

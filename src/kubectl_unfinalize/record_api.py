@@ -1,0 +1,123 @@
+"""The public Python API's records: `history()` lists what earlier runs wrote, `undo()`
+puts back what one removed. Every writing run records itself (api.run); these read it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .deadline import Deadline
+from .errors import InputError
+from .kube.cluster import HttpCluster
+from .kube.config import connect
+from .options import ConnectionOptions, DryRun
+from .records.history import newest_to_undo, of_context, summary
+from .records.model import RecordSummary, UndoReport
+from .records.reading import Record, find, load
+from .records.start import finish, start
+from .records.undo import Undo
+
+
+def history(
+    *,
+    connection: ConnectionOptions | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    folder: str | None = None,
+) -> list[RecordSummary]:
+    """The records of the connection's context (by context name and server), newest first."""
+    with connect(_connection(connection, kubeconfig, context)) as transport:
+        return of_context(transport.context, transport.host, _folder(folder))
+
+
+def read_record(
+    record: str | None = None,
+    *,
+    last: bool = False,
+    connection: ConnectionOptions | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    folder: str | None = None,
+) -> Record:
+    """One record whole: by id (or path), or the newest of the context with `last`."""
+    connection = _connection(connection, kubeconfig, context)
+    if record is None:
+        if not last:
+            raise InputError("name a record, or pass last=True")
+        found = history(connection=connection, folder=folder)
+        if not found:
+            raise InputError("no record of this context (kubectl unfinalize history lists them)")
+        record = found[0].path
+    return load(find(record, _folder(folder)))
+
+
+def undo(
+    record: str | None = None,
+    *,
+    last: bool = False,
+    dry_run: DryRun | str | None = None,
+    connection: ConnectionOptions | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    folder: str | None = None,
+    record_to: str | None = None,
+    command: str | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> UndoReport:
+    """Put back what the run of `record` removed (or, with last=True, of the newest record of
+    this context that is not itself an undo and was not undone): finalizers on objects still
+    there with the same uid and not being deleted (those added since are kept), the CRDs it
+    deleted, and the objects it backed up (--backup). Each item says what was put back or
+    why not. A record of another context is refused unless `context` names it. Writes a
+    record of its own (record_to, as run's `record`)."""
+    connection = _connection(connection, kubeconfig, context)
+    dry = DryRun.parse(dry_run)
+    with connect(connection) as transport:
+        if record is None:
+            if not last:
+                raise InputError("undo needs a record, or last=True")
+            chosen, _ = newest_to_undo(of_context(transport.context, transport.host, _folder(folder)))
+            record = chosen.path
+        done = load(find(record, _folder(folder)))
+        if done.undoes:
+            raise InputError(f"record {done.id} is an undo of {done.undoes}: run that again to do it again")
+        _same_cluster(done, transport.context, transport.host, connection.context)
+        journal = start(
+            record_to,
+            command=command,
+            context=transport.context,
+            server=transport.host,
+            selection=None,
+            options=None,
+            warn=on_warning or (lambda _: None),
+            dry_run=dry,
+            undoes=done.id,
+        )
+        cluster = HttpCluster(transport, Deadline(None))
+        items = Undo(cluster, journal, dry).run(done)
+        report = UndoReport(done.id, items, dry.value)
+        report.written = finish(journal, {"putBack": sum(i.done for i in items)}, report.ok, 0.0)
+        return report
+
+
+def _same_cluster(record: Record, context: str, server: str, named: str | None) -> None:
+    theirs = (record.header.get("context"), record.header.get("server"))
+    if theirs == (context, server) or (named is not None and named == theirs[0]):
+        return
+    raise InputError(
+        f"record {record.id} is of context {theirs[0]!r} ({theirs[1]}), not of {context!r} ({server}):"
+        f" pass --context {theirs[0]} to undo it there"
+    )
+
+
+def _connection(connection: ConnectionOptions | None, kubeconfig: str | None, context: str | None) -> ConnectionOptions:
+    if connection is not None and (kubeconfig or context):
+        raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
+    return connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
+
+
+def _folder(folder: str | None) -> Path | None:
+    return Path(folder).expanduser() if folder else None
+
+
+__all__ = ["history", "read_record", "summary", "undo"]
