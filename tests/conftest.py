@@ -222,13 +222,14 @@ def bin_dir(request) -> str:
 
 @pytest.fixture(scope="session")
 def kube_env(kubeconfig, bin_dir, tmp_path_factory) -> dict[str, str]:
-    """os.environ plus KUBECONFIG, PATH (bin_dir first), NO_COLOR=1, a private KUBECACHEDIR,
-    PYTHONFAULTHANDLER."""
+    """os.environ plus KUBECONFIG, PATH (bin_dir first), NO_COLOR=1, a private KUBECACHEDIR and
+    XDG_STATE_HOME (the tool's records), PYTHONFAULTHANDLER."""
     env = dict(os.environ)
     env["KUBECONFIG"] = kubeconfig
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     env["NO_COLOR"] = "1"
     env["KUBECACHEDIR"] = str(tmp_path_factory.mktemp("kube-cache"))
+    env["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))  # the tool's records, never the user's
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a crash of the tool leaves every thread's stack in its stderr
     return env
 

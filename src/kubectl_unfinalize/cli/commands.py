@@ -49,6 +49,7 @@ class RunCommand:
     connection: ConnectionOptions
     output: Output
     interactive: bool = False  # -i: show the plan and ask first
+    record: str | None = None  # --record: where the record goes (None: the default place; "none": nowhere)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
         if args.last:
             raise UsageError("--last applies to history and undo")
         selection, options = _run_options(args, word)
-        return RunCommand(selection, options, to_connection_options(args, log=err), output, args.interactive)
+        connection = to_connection_options(args, log=err)
+        return RunCommand(selection, options, connection, output, args.interactive, args.record)
     except InputError as exc:  # the rules the Python API shares live in the option classes
         raise UsageError(str(exc)) from None
 

@@ -102,6 +102,8 @@ def run(command: RunCommand) -> int:
                 retain=False,
                 interrupt=interrupt,
                 on_warning=lambda text: err(f"warning: {text}"),
+                record=command.record,
+                command=" ".join(["kubectl unfinalize", *sys.argv[1:]]),
             )
         except UnfinalizeError:
             if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM
@@ -144,3 +146,5 @@ def _summarize(report: Report, quiet: bool) -> None:
         err(f"error: {report.error}")
     if not quiet:
         err(summary_line(report))
+        if report.record:
+            err(f"record: {report.record} (kubectl unfinalize undo --last puts back what it removed)")

@@ -28,14 +28,15 @@ def new_id(now: float | None = None) -> str:
 
 
 def path_for(record: str | None, run_id: str) -> Path | None:
-    """The file a run writes: None for --record=none; a folder holds it under its id; any
-    other path is the file itself."""
+    """The file a run writes: None for --record=none; a folder (one that exists, or a path
+    ending in /) holds it under its id; any other path is the file itself."""
     if record == NONE:
         return None
     if record is None:
         return state_dir() / f"{run_id}{SUFFIX}"
     target = Path(record).expanduser()
-    return target / f"{run_id}{SUFFIX}" if target.is_dir() else target
+    folder = target.is_dir() or record.endswith(("/", os.sep))
+    return target / f"{run_id}{SUFFIX}" if folder else target
 
 
 def record_files(folder: Path | None = None) -> list[Path]:
