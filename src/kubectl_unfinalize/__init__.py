@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     )
     from .model import Action, Outcome, Progress, Report, Targets
     from .options import ConnectionOptions, DryRun, Options, Selection
+    from .record_api import history, read_record, undo
+    from .records.model import RecordSummary, UndoItem, UndoReport
     from .scanning.model import Fix, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
 
@@ -42,6 +44,7 @@ __all__ = [
     "Outcome",
     "PermissionDenied",
     "Progress",
+    "RecordSummary",
     "Report",
     "ScanOptions",
     "ScanReport",
@@ -50,11 +53,16 @@ __all__ = [
     "Targets",
     "TerminatingCrd",
     "TerminatingNamespace",
+    "UndoItem",
+    "UndoReport",
     "UnfinalizeError",
     "__version__",
+    "history",
+    "read_record",
     "run",
     "run_scan",
     "scan",
+    "undo",
     "unfinalize",
 ]
 
@@ -87,6 +95,12 @@ _HOMES = {
     "Progress": "model",
     "Report": "model",
     "Targets": "model",
+    "history": "record_api",
+    "read_record": "record_api",
+    "undo": "record_api",
+    "RecordSummary": "records.model",
+    "UndoItem": "records.model",
+    "UndoReport": "records.model",
 }
 
 

@@ -57,6 +57,9 @@ def unfinalize(
     concurrency: int = 64,
     chunk_size: int = 500,
     remove_dead_webhooks: bool = False,
+    backup: bool = False,
+    max_objects: int | None = None,
+    record: str | None = None,
     kubeconfig: str | None = None,
     context: str | None = None,
     connection: ConnectionOptions | None = None,
@@ -87,6 +90,13 @@ def unfinalize(
     kubeconfig's namespace; `all_namespaces` widens a selector to every namespace (with
     names it is refused: a name is looked up in one namespace). ``categories=["managed"]`` selects the CRDs listing that
     category (as ``kubectl get managed``), alone or with `group` and `crd_selector`.
+
+    Every run that writes leaves a record (`Report.record`; `history()`, `undo()`): in
+    $XDG_STATE_HOME/kubectl-unfinalize/, where `record` says (a folder or a file), or none
+    with record="none". backup=True (with delete) keeps the body of every object deleted
+    in it, so undo() can create it again. max_objects=N raises InputError, before any
+    write, when the selection holds more than N objects to change, and writes no more than
+    N whatever the run finds later (the rest are failures saying so).
 
     remove_dead_webhooks=True deletes the admission webhook configurations whose backend
     is gone and that refused a write of this run (each one is an outcome); without it such
@@ -123,6 +133,8 @@ def unfinalize(
         concurrency=concurrency,
         chunk_size=chunk_size,
         remove_dead_webhooks=remove_dead_webhooks,
+        backup=backup,
+        max_objects=max_objects,
     )
     connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
     return run(
@@ -133,6 +145,7 @@ def unfinalize(
         on_progress=on_progress,
         confirm=confirm,
         interrupt=interrupt,
+        record=record,
     )
 
 

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import entry_points
 import pytest
+import yaml  # noqa: F401 - imported before pytester's in-process sessions, which drop modules they imported
 
-from kubectl_unfinalize import Action, Group, Outcome, Report, ScanReport, State, api
+from kubectl_unfinalize import Action, Group, InputError, Outcome, Report, ScanReport, State, api
 
 pytest_plugins = ["pytester"]
 
@@ -73,11 +74,13 @@ class FakeApi:
     def unfinalize(self, **kwargs):
         self.calls.append(dict(kwargs, after_tests=self.ran.exists()))
         held = self.teardown if self.ran.exists() else self.leftover
-        self.freed_file.write_text("freed")
         outcomes = [
             Outcome(g.kind.lower(), name, Action.UNFINALIZED, ns, [g.finalizer]) for g in held for ns, name in g.names
         ]
-        return Report(outcomes=outcomes)
+        if len(outcomes) > kwargs.get("max_objects", len(outcomes)):
+            raise InputError(f"the selection holds {len(outcomes)} objects, more than --max-objects")
+        self.freed_file.write_text("freed")
+        return Report(outcomes=outcomes, record=f"/records/{len(self.calls)}.jsonl")
 
 
 @pytest.fixture
@@ -168,6 +171,24 @@ def test_free_frees_during_the_session_teardown_with_kubeconfig_read_then(pytest
             "nothing held by finalizers after the session (scanned 9 types)",
         ]
     )
+    result.stdout.fnmatch_lines(
+        ["records (kubectl unfinalize history; undo ID puts back what one freed): /records/1.jsonl"]
+    )
+
+
+def test_the_session_cap_refuses_a_call_that_would_free_more(pytester, installed, cluster):
+    cluster.teardown = [group(namespaces=("ns-a", "ns-b", "ns-c"))]
+    pytester.makeini("[pytest]\nunfinalize_max_objects = 2\n")
+    result = pytester.runpytest("--unfinalize=free", "-p", "no:cacheprovider")
+    assert [call["max_objects"] for call in cluster.calls] == [2] * len(cluster.calls) and cluster.calls
+    assert not cluster.freed_file.exists()  # refused before it wrote
+    result.stdout.fnmatch_lines(["could not free: unfinalize children.op.example.com: the selection holds 3 objects*"])
+
+
+def test_a_cap_that_is_not_a_number_is_a_usage_error(pytester, installed):
+    result = pytester.runpytest("--unfinalize=free", "--unfinalize-max-objects=ten")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--unfinalize-max-objects 'ten': use a whole number*"])
 
 
 def test_strict_fails_the_session_naming_the_finalizer_and_the_objects(pytester, installed, cluster):

@@ -61,7 +61,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="only this finalizer (repeatable; ini: unfinalize_finalizers); a Kubernetes controller's own "
         "finalizer (kubernetes.io/pvc-protection, ...) is only ever removed when named here",
     )
+    group.addoption(
+        "--unfinalize-max-objects",
+        dest="unfinalize_max_objects",
+        metavar="N",
+        help="free at most N objects in the whole session; a call that would free more is refused before "
+        "it writes and said in the summary (ini: unfinalize_max_objects)",
+    )
     parser.addini("unfinalize", "report, free or strict (see --unfinalize)", default="")
+    parser.addini("unfinalize_max_objects", "at most N objects freed (see --unfinalize-max-objects)", default="")
     parser.addini("unfinalize_grace", f"seconds (see --unfinalize-grace), default {DEFAULT_GRACE:g}", default="")
     parser.addini("unfinalize_namespaces", "namespace patterns (see --unfinalize-namespace)", type="args", default=[])
     parser.addini("unfinalize_groups", "API group patterns (see --unfinalize-group)", type="args", default=[])
@@ -119,6 +127,7 @@ class Settings:
     mode: str | None  # None: the plugin does nothing at all
     grace: float = DEFAULT_GRACE
     narrowing: Narrowing = Narrowing()
+    max_objects: int | None = None  # the session's cap on objects freed, over all its calls
 
     @property
     def frees(self) -> bool:
@@ -131,9 +140,11 @@ def read(config: pytest.Config) -> Settings:
     if mode is not None and mode not in MODES:
         raise pytest.UsageError(f"unfinalize = {mode!r}: use one of {', '.join(MODES)}")
     text = config.getoption("unfinalize_grace") or str(config.getini("unfinalize_grace")).strip()
+    cap = config.getoption("unfinalize_max_objects") or str(config.getini("unfinalize_max_objects")).strip()
     return Settings(
         mode=mode,
         grace=_seconds(text) if text else DEFAULT_GRACE,
+        max_objects=_count(cap) if cap else None,
         narrowing=Narrowing(
             namespaces=_values(config, "unfinalize_namespaces"),
             groups=_values(config, "unfinalize_groups"),
@@ -151,6 +162,12 @@ def _seconds(text: str) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise pytest.UsageError(f"--unfinalize-grace {text!r}: use seconds, e.g. 5 or 5s")
     return seconds
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise pytest.UsageError(f"--unfinalize-max-objects {text!r}: use a whole number, 0 or more")
+    return int(text)
 
 
 def _values(config: pytest.Config, name: str) -> tuple[str, ...]:

@@ -87,6 +87,8 @@ def lines(settings: Settings, ledger: Ledger, final: ScanReport | None, verdict:
                 yield from _freed(entries)
         if not ledger.freed:
             yield "freed nothing: no deletion was held past the grace by a finalizer without a live controller"
+    if ledger.records:
+        yield f"records (kubectl unfinalize history; undo ID puts back what one freed): {', '.join(ledger.records)}"
     for phase, why in ledger.unreachable.items():
         yield f"could not read the cluster {PHASES[phase].split(' (')[0]}: {why}"
     for failure in ledger.failures:

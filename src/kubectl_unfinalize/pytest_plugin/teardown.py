@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import kubectl_unfinalize
 
@@ -55,6 +56,7 @@ class Ledger:
     failures: list[str] = field(default_factory=list)  # objects it could not free, calls that failed
     unreachable: dict[str, str] = field(default_factory=dict)  # phase -> why the cluster could not be read
     reached: set[str] = field(default_factory=set)  # phases that read the cluster
+    records: list[str] = field(default_factory=list)  # the record of each call that wrote (undo reads them)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def objects_freed(self, *phases: str) -> int:
@@ -62,6 +64,8 @@ class Ledger:
 
     def record(self, phase: str, call: Call, report: Report) -> None:
         with self.lock:
+            if report.record:
+                self.records.append(report.record)
             for outcome in report.outcomes:
                 name = f"{outcome.namespace}/{outcome.name}" if outcome.namespace else outcome.name
                 if outcome.action is Action.UNFINALIZED:
@@ -108,8 +112,15 @@ def free(report: ScanReport, settings: Settings, ledger: Ledger, phase: str) -> 
     """Send the calls plan() chose for `report`; the number of objects freed."""
     before = ledger.objects_freed(phase)
     for call in plan(report, settings.narrowing, settings.grace, settle=phase == "start"):
+        cap = None if settings.max_objects is None else settings.max_objects - ledger.objects_freed()
+        if cap is not None and cap <= 0:
+            ledger.failed(
+                f"unfinalize {call.resource}: not sent, unfinalize_max_objects {settings.max_objects} reached"
+            )
+            continue
         try:
-            result = kubectl_unfinalize.unfinalize(**call.kwargs, timeout=CALL_TIMEOUT)
+            capped: dict[str, Any] = {} if cap is None else {"max_objects": cap}
+            result = kubectl_unfinalize.unfinalize(**call.kwargs, **capped, timeout=CALL_TIMEOUT)
         except UnfinalizeError as exc:
             ledger.failed(f"unfinalize {call.resource}: {exc}")
             continue
