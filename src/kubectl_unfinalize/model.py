@@ -137,6 +137,7 @@ class Action(str, Enum):
     REFINALIZED = "refinalized"
     BLOCKING = "blocking"
     RECONFIGURED = "reconfigured"  # a CRD's spec changed so its deletion can finish (a dead conversion webhook)
+    DELETING = "deleting"  # a deleted CRD, every instance freed, left to the API server's cleanup at the deadline
 
     @property
     def is_failure(self) -> bool:
@@ -218,6 +219,7 @@ class Report:
     # What ended the run before its deadline (credentials the API server rejects for
     # good): `error` says it, and its exit status is the run's.
     stopped_by: UnfinalizeError | None = None
+    cleanup_seconds: float = 0.0  # about how long the API server's cleanup needs for the CRDs left `deleting`
     record: str = ""  # the record of this run's writes ("" when none was written: a dry run, --record=none)
 
     def __post_init__(self) -> None:
@@ -267,6 +269,7 @@ class Report:
                 "gone": self.count(Action.GONE),
                 "failed": self.failures,
                 "reconfigured": self.count(Action.RECONFIGURED),
+                "deleting": self.count(Action.DELETING),
             },
             "error": self.error,
             "record": self.record or None,

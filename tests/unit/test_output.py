@@ -97,3 +97,23 @@ def test_a_book_that_does_not_retain_keeps_only_what_still_failed():
     book.add(ref, Action.UNFINALIZED)
     assert book.outcomes() == [] and book.counts[Action.UNFINALIZED] == 101 and len(seen) == 102
     assert ObjectKey.of(ref) not in book._last
+
+
+def test_crds_left_to_the_api_server_s_cleanup_are_one_line_and_no_failure():
+    from collections import Counter
+
+    from kubectl_unfinalize.cli.output import deleting_line
+    from kubectl_unfinalize.model import Action
+
+    counts = Counter({Action.UNFINALIZED: 9000, Action.DELETED: 2060, Action.DELETING: 1430})
+    report = Report(counts=counts, scanned=9000, seconds=300.0, timed_out=True, cleanup_seconds=1430 * 0.3)
+    deleting = Outcome("customresourcedefinition.apiextensions.k8s.io", "a.example.com", Action.DELETING)
+    assert outcome_line(deleting) is None  # not 1,430 lines that read as failures
+    assert deleting_line(report) == (
+        "1430 deleted CRDs are left to the API server's cleanup, which removes them a few at a time"
+        " (about 7m for them): they go on their own; every instance was freed"
+    )
+    line = summary_line(report)
+    assert "0 failed" in line and "1430 deleting in " in line, line
+    assert json.loads(json.dumps(report.to_dict()))["summary"]["deleting"] == 1430
+    assert deleting_line(Report()) == ""

@@ -132,7 +132,7 @@ def confirm(targets: Targets, delete: bool) -> bool:
 
 
 def _summarize(report: Report, quiet: bool) -> None:
-    from .output import summary_line
+    from .output import deleting_line, summary_line
 
     if report.aborted:
         err("aborted: nothing was changed")
@@ -145,6 +145,8 @@ def _summarize(report: Report, quiet: bool) -> None:
     if report.error:
         err(f"error: {report.error}")
     if not quiet:
+        if deleting := deleting_line(report):
+            err(deleting)
         err(summary_line(report))
         if report.record:
             err(f"record: {report.record} (kubectl unfinalize undo --last puts back what it removed)")

@@ -201,10 +201,11 @@ class CrdPass:
 
     def left_at_deadline(self, states: list[CrdState], why: str) -> list[CRD]:
         """What the deadline left of the CRDs, said from what the run knows: one not deleted
-        (--delete: some of its objects could not be freed), one deleted with every instance
-        freed of every finalizer, which only the API server's cleanup keeps (a provider's hundreds queue there,
-        and reading each one again would only say so, or run out of time). The CRDs whose
-        blocking only a read can tell are returned."""
+        (--delete: some of its objects could not be freed) is still blocking; one deleted
+        with every instance freed of every finalizer is `deleting`, not a failure: only the
+        API server's cleanup keeps it, and it goes on its own (a provider's hundreds queue
+        there, and reading each one again would only say so, or run out of time). The CRDs
+        whose blocking only a read can tell are returned."""
         unknown = []
         now = time.monotonic()
         for state in states:
@@ -215,9 +216,11 @@ class CrdPass:
             elif state.uid and not state.blocked and state.listed and not state.kept:
                 cleanup = f"at work for {ago(now - state.began)}" if state.began is not None else "not at it yet"
                 message = (
-                    f"{why}: deleted {ago(now - state.deleted_at)} ago with every instance freed;"
+                    f"deleted {ago(now - state.deleted_at)} ago with every instance freed;"
                     f" the API server's cleanup is {cleanup} (it removes deleted CRDs a few at a time)"
                 )
+                self.run.book.add(crd_ref(state.crd.name), Action.DELETING, message=message, aspect=STILL_BLOCKING)
+                continue
             else:
                 unknown.append(state.crd)
                 continue

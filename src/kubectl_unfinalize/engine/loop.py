@@ -35,7 +35,7 @@ from .admission import Admission, guard
 from .background import Gate
 from .context import RunContext
 from .crd_instances import CrdInstances, CrdState
-from .crds import CrdPass, due, too_long
+from .crds import CLEANUP_SECONDS, CrdPass, due, too_long
 from .final_check import FinalCheck
 from .freeing import Freer
 from .namespace_sweep import NamespaceState, NamespaceSweep
@@ -146,6 +146,7 @@ class Engine:
         report.outcomes = self.book.outcomes()
         report.counts = self.book.counts
         report.scanned = len(self.sightings.seen)
+        report.cleanup_seconds = self.book.counts[Action.DELETING] * CLEANUP_SECONDS
         report.seconds = time.monotonic() - started
         report.skipped += [f"{gv} unavailable" for gv in self.namespaces.unavailable]
         return report

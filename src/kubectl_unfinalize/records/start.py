@@ -59,6 +59,7 @@ def report_counts(report: Report) -> dict[str, int]:
         "unfinalized": report.count(Action.UNFINALIZED),
         "deleted": report.count(Action.DELETED),
         "failed": report.failures,
+        "deleting": report.count(Action.DELETING),
     }
     return {k: v for k, v in counts.items() if v}
 
