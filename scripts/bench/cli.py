@@ -23,6 +23,8 @@
 10. last-applied: 2,000 objects as `kubectl apply` leaves them (a unique 100 KiB
    last-applied-configuration, JSON escaped on the wire), in 20 namespaces: the tool against
    the ceiling and against kubectl (`patch -f objects.yaml`), peak RSS of each (sizes.py).
+12. records: `crd NAME` on 10,000 objects with and without its record, and `--delete` with and
+   without --backup: time, peak RSS and record bytes per object (records.py; --records-n).
 11. provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
    3 Terminating objects each: the tool's `crd -l --delete` (default --timeout) against the
    ceiling and against kubectl (`patch -f` + `delete crd -l`), with the control plane's CPU
@@ -56,7 +58,7 @@ from pathlib import Path
 
 from controlplane import K8S_VERSION, ControlPlane, find_binaries
 
-from . import ROOT, many_crds, provider, small, throttled
+from . import ROOT, many_crds, provider, records, small, throttled
 from . import scan as scan_section
 from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
 from .measure import log
@@ -78,6 +80,7 @@ SECTIONS = [
     "growth",
     "last-applied",
     "provider",
+    "records",
 ]
 
 
@@ -106,6 +109,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--last-applied-n", type=int, action="append", metavar="N", help="last-applied sizes (default 2000)"
     )
     parser.add_argument("--provider-crds", type=int, help="provider: CRDs (default 300)")
+    parser.add_argument("--records-n", type=int, help="records: objects (default 10000)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=200 everywhere, 3 small-N runs")
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting a local control plane")
     parser.add_argument(
@@ -126,6 +130,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.big_sizes = args.big_n or ([200] if args.quick else [2000])
     args.last_applied_sizes = args.last_applied_n or ([200] if args.quick else [2000])
     args.provider_crds = args.provider_crds or (30 if args.quick else 300)
+    args.records_n = args.records_n or (200 if args.quick else 10000)
     args.growth_sizes = args.growth_n or ([200, 1000] if args.quick else [1000, 10000, 100000])
     if args.no_100k:
         args.growth_sizes = [n for n in args.growth_sizes if n < 100000]
@@ -149,6 +154,7 @@ def settings(args: argparse.Namespace) -> dict:
         "big_sizes": args.big_sizes,
         "last_applied_sizes": args.last_applied_sizes,
         "provider_crds": args.provider_crds,
+        "records_n": args.records_n,
         "growth_sizes": args.growth_sizes,
         "quick": args.quick,
         "tool": args.tool,
@@ -269,5 +275,10 @@ def main(argv: list[str] | None = None) -> int:
             shape = provider.Provider(crds=args.provider_crds, groups=max(1, args.provider_crds // 10))
             measured = provider.run(kube, peers, env, args.repeat, server, workdir, shape)
             provider.report(report, measured, shape, args.repeat)
+        if "records" in args.sections:
+            repeat = max(args.repeat, 3)  # a 5% question: one run each says nothing on a shared machine
+            records.report(
+                report, records.run(bench, args.records_n, repeat, kubeconfig, workdir), args.records_n, repeat
+            )
     report.finish()
     return 0

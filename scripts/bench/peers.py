@@ -72,6 +72,7 @@ class Peers:
 
     def env_for(self, kubeconfig: str) -> dict[str, str]:
         env = dict(os.environ, KUBECONFIG=kubeconfig, NO_COLOR="1", KUBECACHEDIR=str(self.workdir / "kube-cache"))
+        env["XDG_STATE_HOME"] = str(self.workdir / "state")  # the tool's records: the bench's, never the user's
         env["PATH"] = os.pathsep.join([str(self.plugin.parent), str(Path(self.kubectl).parent), env.get("PATH", "")])
         return env
 
