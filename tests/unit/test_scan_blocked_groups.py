@@ -13,7 +13,7 @@ from test_scan_refusals import TERMINATING, condition, core_event
 from kubectl_unfinalize import api
 from kubectl_unfinalize.cli.main import main
 from kubectl_unfinalize.cli.scan_output import render
-from kubectl_unfinalize.errors import IncompleteError
+from kubectl_unfinalize.errors import Forbidden, IncompleteError
 from kubectl_unfinalize.scanning.model import State
 from kubectl_unfinalize.scanning.options import ScanOptions
 from kubectl_unfinalize.scanning.survey import scan
@@ -33,6 +33,8 @@ class RecordingCluster(FakeScanCluster):
 
     def list_objects(self, resource, query):
         self.lists.append((resource.plural, query.namespace, query.field_selector))
+        if resource.plural in self.forbidden:
+            raise Forbidden(403, "Forbidden", f"{resource.plural} is forbidden")
         items = [
             o
             for o in self.full.get(resource.plural, [])
@@ -149,3 +151,11 @@ def test_scan_exits_1_prints_the_command_after_the_warning_and_raises(monkeypatc
         assert f"1 configmaps held by {PROVIDER}: blocked: the namespace is being deleted" in str(exc)
     else:
         raise AssertionError("a blocked group is held")
+
+
+def test_events_that_cannot_be_read_are_said_and_the_conditions_still_count():
+    fake = world(condition(TERMINATING, changed=480))
+    fake.forbidden.add("events")
+    report = scan(fake, ScanOptions(), clock=lambda: NOW)
+    assert group_of(report).state is State.BLOCKED
+    assert "evidence: cannot list Warning events in namespace team-a: " in "\n".join(report.not_scanned)

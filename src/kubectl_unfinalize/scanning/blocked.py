@@ -59,10 +59,12 @@ def recheck(
             found, failure = job.result()
             for key, items in found.items():
                 events.setdefault(key, []).extend(items)
-            not_scanned += [failure] if failure else []
+            if failure:
+                not_scanned.append(failure)
         for group, read in zip(candidates, object_jobs, strict=True):
             objects, failure = read.result()
-            not_scanned += [failure] if failure else []
+            if failure:
+                not_scanned.append(failure)
             blocking = judge(group, objects, events, now, options.grace)
             if blocking is not None:
                 block(group, blocking)
