@@ -46,8 +46,9 @@ def of_report(report: Report, signum: int | None) -> ExitStatus:
 
 
 def of_scan(report: ScanReport) -> ExitStatus:
-    """scan as a CI gate: 1 while something is stuck, 3 while something is pending, else 0."""
-    if report.stuck:
+    """scan as a CI gate: 1 while something is stuck or blocked, 3 while something is
+    pending, else 0."""
+    if report.stuck or report.blocked:
         return ExitStatus.FAILED
     return ExitStatus.PENDING if report.pending else ExitStatus.OK
 

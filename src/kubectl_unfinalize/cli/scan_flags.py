@@ -37,15 +37,18 @@ scanned; at most {SCAN_LISTS} lists are in flight (--concurrency can lower it). 
 prints one document (docs/scan.schema.json).
 
 scan as a CI gate for "the teardown left nothing behind": exit 0 when nothing is held
-(nothing stuck, nothing pending); 1 when something is stuck; 3 when nothing is stuck
-but something deleted less than {ago(GRACE)} ago is held with no controller seen yet (pending:
-a dead operator's objects look like that right after a teardown). --wait scans again
-while something is pending, until it is judged or gone, within --timeout (default 5m):
-3 then means the time ran out. Stuck and pending entries are followed by the commands
-that free them.
+(nothing stuck, blocked or pending); 1 when something is stuck or blocked; 3 when
+nothing is stuck or blocked but something deleted less than {ago(GRACE)} ago is held with no
+controller seen yet (pending: a dead operator's objects look like that right after a
+teardown). --wait scans again while something is pending, until it is judged or gone,
+within --timeout (default 5m): 3 then means the time ran out. Stuck, blocked and pending
+entries are followed by the commands that free them (a blocked one's after a warning:
+its controller is alive).
 
 scan verdicts:
   working   the finalizer's field manager wrote after the deletion, within {ago(WORKING)}
+  blocked   working, but its conditions or Warning Events have said for over {ago(GRACE)} since
+            the deletion that it is refused: the namespace is being terminated, a 403, a 422
   alive     a Lease or kopf peering entry matching the controller is fresh (for {ago(ALIVE_PATIENCE)})
   pending   deleted less than {ago(GRACE)} ago, no evidence either way yet
   built-in  a Kubernetes controller's finalizer, waiting (stuck after {ago(BUILTIN_PATIENCE)})

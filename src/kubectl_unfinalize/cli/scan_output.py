@@ -10,6 +10,9 @@ from ..finalizers import CRD_CLEANUP
 from ..scanning.model import Group, ScanReport
 
 SHOWN_NAMESPACES = 3
+ALIVE = (
+    "its controller is alive and still writing: freeing skips the cleanup it cannot finish (fix the cause if you can)"
+)
 
 
 def render(report: ScanReport, output: str) -> str:
@@ -65,6 +68,8 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
                         f" {manager.writes_after_deletion} written after deletion"
                     )
                 yield f"      objects: {', '.join(group.sample)}" + (" ..." if group.count > len(group.sample) else "")
+            if group.blocked and group.commands:
+                yield f"      warning: {ALIVE}"
             if not (group.stuck and group.finalizer in fixes):
                 yield from (f"      free: {command}" for command in group.commands)
         yield from _fix(owed)
@@ -101,14 +106,17 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
     """`waited`: scan --wait was asked for (report.waited is how long it took)."""
     for line in report.not_scanned:
         yield f"not scanned: {line}"
-    stuck, pending = len(report.stuck), len(report.pending)
-    verdict = ", ".join([f"{stuck} stuck"] * bool(stuck) + [f"{pending} pending"] * bool(pending)) or "nothing held"
+    counts = {"stuck": len(report.stuck), "blocked": len(report.blocked), "pending": len(report.pending)}
+    verdict = ", ".join(f"{n} {word}" for word, n in counts.items() if n) or "nothing held"
+    pending = counts["pending"]
     wait = f" after waiting {format_seconds(report.waited)}" if waited else ""
     yield (
         f"scanned {report.types} types, {report.objects} objects in {format_seconds(report.seconds)}{wait}: "
         f"{len(report.groups)} groups, {len(report.crds)} Terminating CRDs, "
         f"{len(report.namespaces)} Terminating namespaces; {verdict}"
     )
+    if counts["blocked"]:
+        yield "blocked: a controller keeps writing, but says it cannot finish until its cause is fixed (exit 1)"
     if pending:
         then = "--timeout ran out before they were judged" if waited else "scan --wait waits for the verdict"
         yield f"pending: deleted moments ago and held, with no controller seen yet; {then} (exit 3)"

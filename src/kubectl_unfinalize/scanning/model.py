@@ -21,6 +21,7 @@ class State(str, Enum):
 
     STUCK = "stuck"  # nothing says a controller will remove it
     WORKING = "working"  # the finalizer's manager wrote after the deletion, recently
+    BLOCKED = "blocked"  # it writes, but its own conditions or Events say it cannot finish
     ALIVE = "alive"  # a Lease or kopf peering entry of the controller is fresh
     PENDING = "pending"  # deleted moments ago, no evidence either way yet
     BUILTIN = "built-in"  # a Kubernetes controller's finalizer, waiting for something real
@@ -36,6 +37,31 @@ class Manager:
     finalizer_write: str = ""  # latest time its finalizers entry was written (RFC 3339)
     last_write: str = ""  # its latest write of anything on these objects
     writes_after_deletion: int = 0  # objects it wrote after their deletionTimestamp
+
+
+@dataclass
+class Blocking:
+    """Why a controller that keeps writing cannot finish: the refusal it keeps getting,
+    in its own words, on the objects of the group that say so."""
+
+    cause: str  # "the namespace is being deleted", "forbidden by RBAC", "forbidden", "refused as invalid"
+    action: str  # "ProviderConfigUsage create refused"
+    message: str  # the controller's words
+    source: str  # the condition or Warning Event that says it
+    seconds: float  # how long it has been said since the deletion
+    objects: list[str]  # namespace/name (or name) of the objects that say it, of those looked at
+    looked_at: int  # objects of the group looked at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause,
+            "action": self.action,
+            "message": self.message,
+            "source": self.source,
+            "seconds": round(self.seconds, 1),
+            "objects": list(self.objects),
+            "lookedAt": self.looked_at,
+        }
 
 
 @dataclass
@@ -61,12 +87,17 @@ class Group:
     state: State = State.STUCK
     verdict: str = ""
     stuck: bool = False
-    commands: list[str] = field(default_factory=list)  # for a stuck or pending group
+    commands: list[str] = field(default_factory=list)  # for a stuck, pending or blocked group
     names: list[tuple[str | None, str]] = field(default_factory=list)  # (namespace, name), bounded like commands'
+    blocking: Blocking | None = None  # for a blocked group
 
     @property
     def pending(self) -> bool:
         return self.terminating and self.state is State.PENDING
+
+    @property
+    def blocked(self) -> bool:
+        return self.state is State.BLOCKED
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +128,7 @@ class Group:
             "verdict": self.verdict,
             "stuck": self.stuck,
             "commands": list(self.commands),
+            "blocked": self.blocking.to_dict() if self.blocking else None,
         }
 
 
@@ -173,9 +205,10 @@ class Fix:
 
 @dataclass
 class ScanReport:
-    """Everything `scan` found. A CI gate fails on `stuck` and on `pending` (deleted
-    moments ago and held, with no evidence either way yet: right after a teardown, that is
-    what a dead operator's objects look like, never "clean"); `not_scanned` says what
+    """Everything `scan` found. A CI gate fails on `stuck`, on `blocked` (a live controller
+    that says it cannot finish) and on `pending` (deleted moments ago and held, with no
+    evidence either way yet: right after a teardown, that is what a dead operator's
+    objects look like, never "clean"); `not_scanned` says what
     could not be read (a 403 on a type, an unavailable group version), so an empty
     `stuck` is never mistaken for "checked everything" when it was not."""
 
@@ -209,16 +242,23 @@ class ScanReport:
         return [n for n in self.namespaces if n.pending]
 
     @property
+    def blocked(self) -> list[Group]:
+        """Held by a controller that writes but says it cannot finish: held like stuck
+        (exit 1), but never freed with the stuck, since the controller is alive."""
+        return [g for g in self.groups if g.blocked]
+
+    @property
     def ok(self) -> bool:
-        """Nothing held: nothing stuck and nothing pending (the command line's exit 0)."""
-        return not (self.stuck or self.pending)
+        """Nothing held: nothing stuck, blocked or pending (the command line's exit 0)."""
+        return not (self.stuck or self.blocked or self.pending)
 
     def raise_for_failure(self) -> ScanReport:
         """For a test session's final check: fail with what is stuck or still pending and
         how to free it (scan(wait=True) first waits for the pending to be judged). Named
         as Report's: a teardown ends `unfinalize(...)` and `scan(...)` the same way."""
         if not self.ok:
-            raise IncompleteError("; ".join(_stuck_line(item) for item in [*self.stuck, *self.pending]))
+            held = [*self.stuck, *self.blocked, *self.pending]
+            raise IncompleteError("; ".join(_stuck_line(item) for item in held))
         return self
 
     def raise_if_stuck(self) -> ScanReport:
@@ -232,6 +272,7 @@ class ScanReport:
             "ok": self.ok,
             "stuck": len(self.stuck),
             "pending": len(self.pending),
+            "blocked": len(self.blocked),
             "waitedSeconds": round(self.waited, 1),
             "namespace": self.namespace,
             "all": self.include_live,

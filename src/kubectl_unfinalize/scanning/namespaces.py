@@ -64,7 +64,8 @@ def judge(
     stuck = pending = False
     if seconds > grace and (reasons or seconds > NAMESPACE_PATIENCE):
         if inside and not stuck_inside and not apiservices and seconds <= NAMESPACE_PATIENCE:
-            verdict = f"working: Terminating for {waited}; " + ", ".join(g.verdict for g in inside)
+            word = "blocked" if any(g.blocked for g in inside) else "working"
+            verdict = f"{word}: Terminating for {waited}; " + ", ".join(g.verdict for g in inside)
         else:
             verdict, stuck = f"stuck: Terminating for {waited}" + "".join(f"; {r}" for r in reasons), True
     else:

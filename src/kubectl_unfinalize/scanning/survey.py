@@ -23,7 +23,7 @@ from ..kube.discovery import Discovery, ServedType
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
-from . import evidence
+from . import blocked, evidence
 from .commands import crd_commands, fixes, group_commands
 from .model import Group, Manager, ScanReport, State, TerminatingCrd
 from .namespaces import terminating_namespaces
@@ -138,6 +138,8 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     for listed in lists:
         for (finalizer, terminating), tally in listed.tallies.items():
             report.groups.append(context.group(listed.resource, finalizer, terminating, tally))
+    served_types = {listed.resource.qualified: listed.resource for listed in lists}
+    blocked.recheck(cluster, report.groups, served_types, options, now, report.not_scanned)
     report.groups.sort(key=lambda g: (not g.stuck, g.finalizer, g.resource))
     if not options.namespace:
         report.crds = [context.crd(cluster, name, totals, report.groups) for name in sorted(crd_list.terminating)]
