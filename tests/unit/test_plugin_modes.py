@@ -205,6 +205,22 @@ def test_strict_fails_the_session_naming_the_finalizer_and_the_objects(pytester,
     )
 
 
+def test_strict_fails_the_session_on_a_blocked_group_and_frees_nothing(pytester, installed, cluster, monkeypatch):
+    """A controller that keeps writing but cannot finish (scan's blocked) is held: never
+    freed by the plugin, and a strict session fails on it."""
+    from kubectl_unfinalize.scanning.model import Blocking
+
+    monkeypatch.setenv("HANG", "0.5")
+    blocking = Blocking("the namespace is being deleted", "ProviderConfigUsage create refused", "refused", "Synced",
+                        60.0, ["ns-a/obj-0"], 1)  # fmt: skip
+    cluster.teardown = [
+        group(state=State.BLOCKED, verdict="blocked: the namespace is being deleted", blocking=blocking)
+    ]
+    result = pytester.runpytest("--unfinalize=strict")
+    assert cluster.calls == [] and result.ret == 1
+    result.stdout.fnmatch_lines(["FAILED (--unfinalize=strict):*still held*"])
+
+
 def test_start_frees_what_an_earlier_run_left_and_strict_does_not_blame_the_session(pytester, installed, cluster):
     cluster.leftover = [group("configmaps", finalizer="dead.example.com/x")]
     pytester.makefile(".ini", pytest="[pytest]\nunfinalize = strict\n")

@@ -20,14 +20,15 @@ class Verdict:
     """The plugin's last word on the session."""
 
     held: list[Group]  # in scope, after the session (any verdict)
-    stuck: list[str]  # what is stuck or still pending in scope: groups, CRDs, namespaces, in words
+    stuck: list[str]  # what is stuck, blocked or still pending in scope: groups, CRDs, namespaces, in words
     failed: bool  # strict: the session fails
 
 
 def judge(settings: Settings, ledger: Ledger, final: ScanReport | None) -> Verdict:
     narrowing = settings.narrowing
     held = [g for g in final.groups if g.terminating and narrowing.covers(g)] if final else []
-    stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held if g.stuck or g.pending]
+    held_on = [g for g in held if g.stuck or g.pending or g.blocked]
+    stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held_on]
     if final is not None:
         stuck += [
             f"CRD {c.name}: {c.verdict}" for c in final.crds if (c.stuck or c.pending) and narrowing.covers_crd(c)
