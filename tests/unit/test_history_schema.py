@@ -1,6 +1,7 @@
 """history -o json|yaml, history ID -o json|yaml and undo -o json|yaml against
 docs/history.schema.json: documents built by the command line's own functions from a
-record written and read back as a run writes and history reads it."""
+record written and read back as a run writes and history reads it; and every line of
+such records against docs/record.schema.json."""
 
 from __future__ import annotations
 
@@ -20,10 +21,16 @@ from kubectl_unfinalize.records.model import UndoItem, UndoReport
 from kubectl_unfinalize.records.reading import load
 from kubectl_unfinalize.records.run_journal import open_journal
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "history.schema.json").read_text())
+DOCS = Path(__file__).parents[2] / "docs"
+SCHEMA = json.loads((DOCS / "history.schema.json").read_text())
+LINE_SCHEMA = json.loads((DOCS / "record.schema.json").read_text())
 BUCKETS = Resource("storage.example.com", "v1", "buckets", "Bucket", True)
 CRD = ObjectRef(CRD_RESOURCE, "buckets.storage.example.com")
-FIELDS = {"command": "kubectl unfinalize crd buckets.storage.example.com --delete --backup", "context": "c"}
+FIELDS = {
+    "version": "0.1.0",
+    "command": "kubectl unfinalize crd buckets.storage.example.com --delete --backup",
+    "context": "c",
+}
 
 
 def bucket(name: str) -> ObjectRef:
@@ -137,3 +144,15 @@ def test_the_schema_catches_a_renamed_field_or_a_wrong_kind(tmp_path: Path, whic
     change(data)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, SCHEMA)
+
+
+def test_every_line_of_a_record_validates_against_the_record_schema(tmp_path: Path) -> None:
+    records = [written(tmp_path), an_undo(tmp_path), written(tmp_path, "k.jsonl", finish=False)]
+    lines = [json.loads(line) for path in records for line in path.read_text().splitlines()]
+    assert {line["type"] for line in lines} == {"header", "write", "crd", "backup", "end"}
+    for line in lines:
+        jsonschema.validate(line, LINE_SCHEMA)
+    write = next(line for line in lines if line["type"] == "write")
+    write["removedFinalizers"] = write.pop("removed")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(write, LINE_SCHEMA)
