@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .options import ConnectionOptions, DryRun, Options, Selection
     from .record_api import history, read_record, undo
     from .records.model import RecordSummary, UndoItem, UndoReport
+    from .records.reading import Record
     from .scanning.model import Fix, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
 
@@ -44,6 +45,7 @@ __all__ = [
     "Outcome",
     "PermissionDenied",
     "Progress",
+    "Record",
     "RecordSummary",
     "Report",
     "ScanOptions",
@@ -98,6 +100,7 @@ _HOMES = {
     "history": "record_api",
     "read_record": "record_api",
     "undo": "record_api",
+    "Record": "records.reading",
     "RecordSummary": "records.model",
     "UndoItem": "records.model",
     "UndoReport": "records.model",

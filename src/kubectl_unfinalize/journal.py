@@ -25,6 +25,7 @@ class Write:
     outcome: str = "ok"
     message: str = ""
     leaks: str = ""
+    added: tuple[str, ...] = ()  # undo's refinalize: the finalizers it put back
 
 
 class Journal(Protocol):

@@ -3,6 +3,7 @@ puts back what one removed. Every writing run records itself (api.run); these re
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,9 +95,12 @@ def undo(
             undoes=done.id,
         )
         cluster = HttpCluster(transport, Deadline(None))
+        started = time.monotonic()
         items = Undo(cluster, journal, dry).run(done)
         report = UndoReport(done.id, items, dry.value)
-        report.written = finish(journal, {"putBack": sum(i.done for i in items)}, report.ok, 0.0)
+        back = sum(i.done for i in items)
+        counts = {"putBack": back, "notPutBack": len(items) - back}
+        report.written = finish(journal, counts, report.ok, time.monotonic() - started)
         return report
 
 

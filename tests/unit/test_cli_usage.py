@@ -49,6 +49,18 @@ from kubectl_unfinalize.cli.main import build_parser, main
         (["namespaces", "a", "--group", "g"], "--group applies to crd, not to ns"),
         (["ns", "a", "-f", "m.yaml"], "-f cannot be combined with crd NAME, ns NAME"),
         (["ns", ""], "empty namespace name"),
+        (["crd", "x", "--backup"], "--backup keeps what --delete deletes: use it with --delete"),
+        (["crd", "x", "--max-objects", "-1"], "must be 0 or more"),
+        (["crd", "x", "--max-objects", "ten"], "invalid number 'ten'"),
+        (["crd", "x", "--last"], "--last applies to history and undo"),
+        (["scan", "--record", "r"], "do not apply to scan"),
+        (["undo"], "undo needs a record ID"),
+        (["undo", "a", "b"], "undo takes one record ID, or --last"),
+        (["undo", "a", "--last"], "undo takes one record ID, or --last"),
+        (["undo", "--last", "--delete"], "undo takes a record, not a selection"),
+        (["history", "--backup"], "--backup and --max-objects apply to a run, not to history"),
+        (["history", "--dry-run=server"], "--dry-run applies to runs and undo"),
+        (["history", "-o", "name"], "history: -o text, json or yaml"),
     ],
 )
 def test_usage_errors(argv, message, capsys, monkeypatch):
@@ -59,6 +71,15 @@ def test_usage_errors(argv, message, capsys, monkeypatch):
     assert len(err.strip().splitlines()) == 1, err
     assert message in err
     assert "Traceback" not in err
+
+
+def test_flags_may_come_before_the_names_as_with_kubectl():
+    from kubectl_unfinalize.cli.commands import RunCommand, UndoCommand, parse
+
+    run = parse(["crd", "--dry-run=client", "widgets.example.com", "-n", "a"])
+    assert isinstance(run, RunCommand) and run.selection.crds == ("widgets.example.com",)
+    undo = parse(["undo", "--dry-run=server", "20261203-064512-ab12"])
+    assert isinstance(undo, UndoCommand) and (undo.record, undo.dry_run) == ("20261203-064512-ab12", "server")
 
 
 def test_missing_kubeconfig_is_a_configuration_error(capsys, monkeypatch, tmp_path):

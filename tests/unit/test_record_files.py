@@ -156,7 +156,8 @@ class MemoryCluster:
             raise Conflict(409, "Conflict", "the object has been modified")
         assert keep is not None and self.objects[meta.ref].resource_version == meta.resource_version
         self.writes.append(("patch", meta.ref))
-        self.put(meta.ref, meta.uid, keep)
+        if dry_run is DryRun.NONE:  # a server dry run stores nothing
+            self.put(meta.ref, meta.uid, keep)
         return "6"
 
     def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:
@@ -299,3 +300,48 @@ def test_a_kept_body_survives_the_round_trip_compressed(tmp_path: Path) -> None:
     assert len(json.dumps(line)) < 1000
     record = load(write_record(tmp_path / "r", line))
     assert record.kept[0].body() == body
+
+
+def test_undo_in_a_dry_run_says_what_it_would_do_and_sends_no_create_for_a_type_not_served_yet(tmp_path: Path) -> None:
+    """A server dry run creates the CRD in name only: its objects would be refused (404),
+    which is no reason to call them failures."""
+    crd = ObjectRef(CRD_RESOURCE, "widgets.example.com")
+    manifest = {"metadata": {"name": crd.name, "uid": "c1"}, "spec": {"group": "example.com"}}
+    body = {"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}}
+    cluster = MemoryCluster()
+    cluster.put(widget("live"), "u9")
+    lines = (
+        kept_line("crd", crd, manifest),
+        kept_line("backup", widget("a"), body),
+        write_line(Write("delete", widget("a"), "u1")),
+        write_line(Write("delete", crd, "c1")),
+        freed("live", "u9", ("x",)),
+    )
+    record = load(write_record(tmp_path / "r", *lines))
+    for dry_run in (DryRun.SERVER, DryRun.CLIENT):
+        cluster.writes.clear()
+        journal = Journal()
+        items = {f"{i.what}:{i.ref}": i for i in Undo(cluster, journal, dry_run, sleep=lambda _: None).run(record)}
+        assert all(item.done and item.detail.startswith("would be") for item in items.values()), items
+        assert "once its CRD is served" in items["object:widget.example.com/a"].detail
+        assert journal.writes == []  # a dry run leaves no record
+        creates = [w for w in cluster.writes if w[0] == "create"]
+        assert creates == ([("create", crd)] if dry_run is DryRun.SERVER else [])
+        cluster.objects.pop(crd, None)
+
+
+def test_undo_records_the_finalizers_it_put_back_as_added_not_removed(tmp_path: Path) -> None:
+    cluster = MemoryCluster()
+    cluster.put(widget("a"), "u1")
+    _, journal = undo(cluster, tmp_path, freed("a", "u1", ("x",)))
+    (write,) = journal.writes
+    assert (write.op, write.added, write.removed) == ("refinalize", ("x",), ())
+    assert write_line(write)["added"] == ["x"]
+
+
+def test_a_record_under_a_file_says_that_the_path_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "crd.yaml").write_text("")
+    warnings: list[str] = []
+    RecordWriter(tmp_path / "crd.yaml" / "run.jsonl", warnings.append, header()).write({"type": "write"})
+    assert warnings == [f"cannot write the record {tmp_path}/crd.yaml/run.jsonl: {tmp_path}/crd.yaml is a file, "
+                        "not a folder; the run goes on without it"]  # fmt: skip

@@ -81,7 +81,7 @@ class UndoCommand:
     dry_run: str
     connection: ConnectionOptions
     output: Output
-    record_to: str | None = None  # --record: where undo's own record goes
+    folder: str | None = None  # --record: the records' folder (read from, and undo's own record goes there)
 
 
 Command = Version | RunCommand | ScanCommand | HistoryCommand | UndoCommand
@@ -90,7 +90,7 @@ Command = Version | RunCommand | ScanCommand | HistoryCommand | UndoCommand
 def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
     """The command the line asks for, or UsageError. A bad connection flag stays the
     ConfigError ConnectionOptions raises, as it is from the Python API."""
-    args = build_parser(prog).parse_args(normalize_argv(argv))
+    args = build_parser(prog).parse_intermixed_args(normalize_argv(argv))  # flags before names too, as kubectl
     output = Output(args.output, args.quiet, args.no_color, args.verbose)
     if args.version:
         return Version(output)
@@ -131,7 +131,7 @@ def _record_command(args: argparse.Namespace, word: str, output: Output) -> Hist
         return HistoryCommand(record, args.last, connection, output, args.record)
     if not (ids or args.last):
         raise UsageError("undo needs a record ID (kubectl unfinalize history lists them) or --last")
-    return UndoCommand(record, args.last, args.dry_run, connection, output, args.record)
+    return UndoCommand(record, args.last, args.dry_run, connection, output, args.record)  # --record: the folder
 
 
 def _no_record_flags(args: argparse.Namespace, word: str) -> None:

@@ -47,7 +47,8 @@ def undo(command: UndoCommand) -> int:
         last=command.last,
         dry_run=command.dry_run,
         connection=command.connection,
-        record_to=command.record_to,
+        folder=command.folder,
+        record_to=command.folder,
         command=" ".join(["kubectl unfinalize", *sys.argv[1:]]),
         on_warning=lambda text: err(f"warning: {text}"),
     )

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records.model import API_VERSION, RecordSummary, UndoReport
-from ..records.reading import Record
+
+if TYPE_CHECKING:
+    from .. import Record
 
 _COUNTS = (("unfinalized", "freed"), ("deleted", "deleted"), ("failed", "failed"), ("mayLeak", "may leak"))
 
@@ -29,7 +31,10 @@ def history_table(summaries: list[RecordSummary]) -> Iterator[str]:
     rows: list[tuple[str, ...]] = [("ID", "STARTED", "FREED", "DELETED", "FAILED", "MAY LEAK", "COMMAND")]
     for item in summaries:
         counts = [str(item.counts.get(key, 0)) for key, _ in _COUNTS]
-        command = f"undo of {item.undoes}" if item.undoes else item.command
+        command = item.command
+        if item.undoes:
+            back, left = item.counts.get("putBack", 0), item.counts.get("notPutBack", 0)
+            command = f"undo of {item.undoes}: {back} put back, {left} not"
         rows.append((item.id, item.started, *counts, command + ("" if item.finished else " (did not finish)")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
@@ -69,11 +74,15 @@ def undo_document(report: UndoReport) -> dict[str, Any]:
     return report.to_dict()
 
 
+_DRY = {"client": " (dry run)", "server": " (server dry run)"}
+
+
 def undo_lines(report: UndoReport) -> Iterator[str]:
+    dry = _DRY.get(report.dry_run, "")
     for item in report.items:
         where = f"namespace {item.namespace}; " if item.namespace else ""
         if item.done:
-            yield f"{item.ref} {item.what} {item.detail} ({where.rstrip('; ')})".replace(" ()", "")
+            yield f"{item.ref} {item.what} {item.detail}" + (f" ({where[:-2]})" if where else "") + dry
         else:
             yield f"{item.ref} {item.what} not put back ({where}{item.detail})"
 
@@ -82,6 +91,8 @@ def _write_line(write: Any) -> str:
     where = [f"namespace {write.ref.namespace}"] if write.ref.namespace else []
     if write.removed:
         where.append("removed " + ", ".join(write.removed))
+    if write.added:
+        where.append("put back " + ", ".join(write.added))
     if write.message and write.outcome != "ok":
         where.append(write.message)
     verb = {
@@ -111,4 +122,5 @@ def _write_dict(write: Any) -> dict[str, Any]:
         "outcome": write.outcome,
         "message": write.message,
         "leaks": write.leaks,
+        "added": list(write.added),
     }

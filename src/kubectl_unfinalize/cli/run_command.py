@@ -149,4 +149,4 @@ def _summarize(report: Report, quiet: bool) -> None:
             err(deleting)
         err(summary_line(report))
         if report.record:
-            err(f"record: {report.record} (kubectl unfinalize undo --last puts back what it removed)")
+            err(f"record: {report.record} (history --last shows it; undo --last puts back what can be)")

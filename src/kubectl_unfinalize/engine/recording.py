@@ -62,12 +62,13 @@ class Recorded:
 
     def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
         self._cap.take(ref)
+        before = ""
         if dry_run is DryRun.NONE:
-            self._keep_before(ref, "crd" if ref.resource == CRD_RESOURCE else "backup")
+            before = self._keep_before(ref, "crd" if ref.resource == CRD_RESOURCE else "backup")
         answer = self._cluster.delete(ref, dry_run)
         if answer is not None and dry_run is DryRun.NONE:
             left = answer.remaining.finalizers if answer.remaining is not None else ()
-            self._journal.wrote(Write("delete", ref, answer.uid, new_version=answer.version, finalizers=left))
+            self._journal.wrote(Write("delete", ref, answer.uid, before, answer.version, finalizers=left))
         return answer
 
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
@@ -79,11 +80,16 @@ class Recorded:
         if dry_run is DryRun.NONE:
             self._journal.wrote(Write("reconfigure", ref, message=f"merge patch {body}"))
 
-    def _keep_before(self, ref: ObjectRef, kind: str) -> None:
+    def _keep_before(self, ref: ObjectRef, kind: str) -> str:
+        """Keep the body the record wants; its resourceVersion ("" when none was read: a
+        delete without --backup knows only what its answer says)."""
         if not self._journal.wants(kind) or ref.resource == NAMESPACE_RESOURCE:
-            return
-        if body := self._cluster.get(ref):
-            self._journal.keep(kind, ref, body)
+            return ""
+        body = self._cluster.get(ref)
+        if not body:
+            return ""
+        self._journal.keep(kind, ref, body)
+        return str((body.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def recorded(cluster: Cluster, journal: Journal, cap: Cap) -> Cluster:

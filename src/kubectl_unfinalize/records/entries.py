@@ -59,6 +59,8 @@ def write_line(write: Write) -> dict[str, Any]:
         line["message"] = write.message
     if write.leaks:
         line["leaks"] = write.leaks
+    if write.added:
+        line["added"] = list(write.added)
     return line
 
 
@@ -94,6 +96,7 @@ class WriteEntry:
     outcome: str
     message: str = ""
     leaks: str = ""
+    added: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, line: dict[str, Any]) -> WriteEntry:
@@ -109,6 +112,7 @@ class WriteEntry:
             outcome=str(line.get("outcome") or ""),
             message=str(line.get("message") or ""),
             leaks=str(line.get("leaks") or ""),
+            added=tuple(line.get("added") or ()),
         )
 
 

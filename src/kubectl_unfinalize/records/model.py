@@ -74,5 +74,6 @@ class UndoReport:
             "record": self.record,
             "ok": self.ok,
             "dryRun": self.dry_run,
+            "written": self.written or None,
             "items": [item.to_dict() for item in self.items],
         }

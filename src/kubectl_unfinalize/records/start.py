@@ -64,7 +64,11 @@ def report_counts(report: Report) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
+INTERNAL = ("settle", "poll")  # Options no flag sets: not what the user asked for
+
+
 def _plain(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
-    return {k: v for k, v in dataclasses.asdict(value).items() if v not in (None, (), False, "")}
+    fields = dataclasses.asdict(value).items()
+    return {k: v for k, v in fields if v not in (None, (), False, "") and k not in INTERNAL}

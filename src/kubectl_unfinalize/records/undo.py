@@ -53,6 +53,11 @@ class Undo:
         self.concurrency = concurrency
         self.sleep = sleep
         self.deleted: set[tuple[ObjectRef, str]] = set()
+        self.crd_groups: set[str] = set()  # the API groups of the CRDs this undo creates again
+
+    def _would(self, done: str) -> str:
+        """What an item did, or in a dry run what it would do."""
+        return done if self.dry_run is DryRun.NONE else f"would be {done}"
 
     def run(self, record: Record) -> list[UndoItem]:
         items: list[UndoItem] = []
@@ -63,6 +68,7 @@ class Undo:
         backups = [k for k in record.kept if k.kind == "backup" and (k.ref, k.uid) in deleted]
         items += (crd_items := [self._crd(kept) for kept in crds])
         served = {k.ref.name for k, item in zip(crds, crd_items, strict=True) if item.done}
+        self.crd_groups = {str(k.manifest.get("spec", {}).get("group") or "") for k in crds}
         self._wait_served(served)
         items += self._each(self._object, backups)
         restored = {(k.ref, k.uid) for k in backups}
@@ -96,7 +102,7 @@ class Undo:
                 if not missing:
                     return _item(ref, True, "finalizers", "already there: " + ", ".join(write.removed))
                 if self.dry_run is DryRun.CLIENT:
-                    return _item(ref, True, "finalizers", "would put back " + ", ".join(missing))
+                    return _item(ref, True, "finalizers", "would be put back: " + ", ".join(missing))
                 try:
                     version = self.cluster.patch_finalizers(meta, meta.finalizers + missing, self.dry_run)
                 except Conflict:
@@ -104,7 +110,7 @@ class Undo:
                 except NotFound:
                     return _item(ref, False, "finalizers", "gone")
                 self._wrote("refinalize", ref, meta, version, missing)
-                return _item(ref, True, "finalizers", "put back " + ", ".join(missing))
+                return _item(ref, True, "finalizers", self._would("put back") + ": " + ", ".join(missing))
             return _item(ref, False, "finalizers", f"kept changing ({CONFLICT_RETRIES} conflicts in a row)")
         except UnfinalizeError as exc:
             return _item(ref, False, "finalizers", str(exc))
@@ -122,7 +128,7 @@ class Undo:
             self._create(ref, body, kept)
         except UnfinalizeError as exc:
             return _item(ref, False, "crd", str(exc))
-        return _item(ref, True, "crd", "created again from the record")
+        return _item(ref, True, "crd", self._would("created again") + " from the record")
 
     def _object(self, kept: KeptBody) -> UndoItem:
         ref = kept.ref
@@ -134,11 +140,14 @@ class Undo:
                 return _item(ref, False, "object", "still being deleted: undo again once it is gone")
             body = for_create(kept.body())
             dropped = body["metadata"].pop("ownerReferences", None)
+            if self.dry_run is not DryRun.NONE and ref.resource.group in self.crd_groups:
+                # Its CRD is only being created in this dry run: the API server has no such type yet.
+                return _item(ref, True, "object", "would be created again from the backup, once its CRD is served")
             self._create(ref, body, kept)
         except UnfinalizeError as exc:
             return _item(ref, False, "object", str(exc))
         note = "; its ownerReferences were dropped (the owners' uids changed)" if dropped else ""
-        return _item(ref, True, "object", "created again from the backup" + note)
+        return _item(ref, True, "object", self._would("created again") + " from the backup" + note)
 
     def _create(self, ref: ObjectRef, body: dict[str, Any], kept: KeptBody) -> None:
         if self.dry_run is DryRun.CLIENT:
@@ -172,7 +181,7 @@ class Undo:
 
     def _wrote(self, op: str, ref: ObjectRef, meta: ObjectMeta, version: str, added: tuple[str, ...]) -> None:
         if self.dry_run is DryRun.NONE:
-            self.journal.wrote(Write(op, ref, meta.uid, meta.resource_version, version, meta.finalizers, added))
+            self.journal.wrote(Write(op, ref, meta.uid, meta.resource_version, version, meta.finalizers, added=added))
 
 
 def _latest_unfinalized(writes: list[WriteEntry]) -> list[WriteEntry]:

@@ -87,6 +87,8 @@ class RecordWriter:
         if not self.failed:
             self.failed = True
             reason = exc.strerror or str(exc)
+            if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
+                reason = f"{exc.filename} is a file, not a folder"  # mkdir's words for a path under a file
             self._warn(f"cannot write the record {self.path}: {reason}; the run goes on without it")
 
 
