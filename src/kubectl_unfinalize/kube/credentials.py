@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from . import kuberc
 from .exec_plugin import ExecPlugin
 
 REREAD = 50.0  # seconds: token files and auth providers are read again this often
@@ -201,5 +202,5 @@ def user_credential(
         return token_file(os.path.join(base, str(user["tokenFile"])), whose), None, None
     has_certificate = user.get("client-certificate") or user.get("client-certificate-data")
     if isinstance(user.get("exec"), dict) and not has_certificate:
-        return exec_credential(ExecPlugin(user["exec"], base, cluster), whose)
+        return exec_credential(ExecPlugin(user["exec"], base, cluster, kuberc.load()), whose)
     return Credential(None, whose, "client certificate" if has_certificate else "no credentials"), None, None
