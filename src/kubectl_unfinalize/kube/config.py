@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import ssl
+from functools import partial
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..net.connections import Connections, Endpoint
 from ..options import ConnectionOptions
 from . import kubeconfig
-from .credentials import REREAD, Credential, Renewed, bearer, token_file, user_credential
+from .credentials import REREAD, Credential, PluginCredential, Renewed, bearer, token_file, user_credential
 from .kubeconfig import Resolved, context_names
 from .pem_files import pem_files
 from .proxies import proxy_for
@@ -43,7 +44,15 @@ def connect(options: ConnectionOptions) -> Transport:
     endpoint = Endpoint(
         found.server, _tls_context(found), found.tls_server_name, proxy_for(found.server, found.proxy_url)
     )
-    return _transport(options, endpoint, credential, found.namespace, found.context)
+    connections = Connections(endpoint)
+    if cert and not options.client_certificate and isinstance(credential, PluginCredential):
+        credential.on_certificate = partial(_present, found, connections)
+    return _transport(options, connections, credential, found.namespace, found.context)
+
+
+def _present(found: Resolved, connections: Connections, cert: bytes, key: bytes) -> None:
+    """The exec plugin's renewed client certificate: the connections opened from now on present it."""
+    connections.renew_tls(_tls_context(dataclasses.replace(found, cert_data=cert, key_data=key)))
 
 
 def _credential(options: ConnectionOptions, found: Resolved) -> tuple[Credential, bytes | None, bytes | None]:
@@ -99,7 +108,7 @@ def _client_header(found: Resolved, failing: str) -> str | None:
 
 def _transport(
     options: ConnectionOptions,
-    endpoint: Endpoint,
+    connections: Connections,
     credential: Credential,
     namespace: str,
     context: str,
@@ -111,8 +120,8 @@ def _transport(
     if options.as_uid:
         impersonate.append(("Impersonate-Uid", options.as_uid))
     return Transport(
-        endpoint.url,
-        Connections(endpoint),
+        connections.endpoint.url,
+        connections,
         credential,
         impersonate,
         options.request_timeout,

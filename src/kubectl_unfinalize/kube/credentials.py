@@ -45,6 +45,8 @@ class Token:
     header: str | None
     obtained: float  # time.monotonic() then
     fresh_until: float = float("inf")  # after this, current() obtains another
+    cert: bytes | None = None  # the client certificate that came with it (an exec plugin's)
+    expires: float | None = None  # its expirationTimestamp (time.time()), if it had one
 
 
 class Credential:
@@ -100,6 +102,7 @@ class Renewed(Credential):
         self._lock = threading.Lock()
         self._kept: Token | None = None
         self.fetches = 0  # how many times it was obtained
+        self.certificate: bytes | None = None  # `fetch` sets it when it gives a client certificate
 
     def current(self) -> Token:
         kept = self._kept
@@ -131,7 +134,7 @@ class Renewed(Credential):
         header, expires = self._fetch()
         self.fetches += 1
         now = self._clock()
-        token = Token(header, now)
+        token = Token(header, now, cert=self.certificate, expires=expires)
         if expires is not None:
             life = expires - self._wall()
             token.fresh_until = now + max(life - min(MARGIN, life / 4), MIN_LIFE)
@@ -164,23 +167,37 @@ def token_file(path: str, whose: str, how: str = "") -> Renewed:
     return credential
 
 
-def exec_credential(plugin: ExecPlugin, whose: str) -> tuple[Credential, bytes | None, bytes | None]:
-    """The plugin's credential, run once now, and the client certificate and key it gave
-    (for the TLS context). A certificate alone cannot be renewed here (a connection keeps
-    the certificate it was opened with): the credential is then fixed."""
-    how = f"exec plugin {plugin.command}"
-    first = plugin.run()
-    if not first.token:
-        return Credential(None, whose, how + " (client certificate)"), first.cert, first.key
-    answers = [first]
+class PluginCredential(Renewed):
+    """An exec plugin's credential: a token, a client certificate and key, or both, renewed
+    as Renewed says (before its expirationTimestamp, after a 401, and by the transport
+    after a TLS alert saying the certificate expired). A new certificate goes to
+    `on_certificate` (new connections present it) before the token it came with is kept,
+    so no request is sent with that token over a connection of the old certificate."""
 
-    def fetch() -> tuple[str | None, float | None]:
-        answer = answers.pop() if answers else plugin.run()
+    def __init__(self, plugin: ExecPlugin, whose: str) -> None:
+        first = plugin.run()
+        how = f"exec plugin {plugin.command}" + ("" if first.token else " (client certificate)")
+        super().__init__(self._run, whose, how)
+        self._plugin = plugin
+        self._answers = [first]
+        self.key: bytes | None = None
+        self.on_certificate: Callable[[bytes, bytes], None] | None = None
+
+    def _run(self) -> tuple[str | None, float | None]:
+        answer = self._answers.pop() if self._answers else self._plugin.run()
+        if answer.cert and answer.key and (answer.cert, answer.key) != (self.certificate, self.key):
+            if self.certificate is not None and self.on_certificate is not None:
+                self.on_certificate(answer.cert, answer.key)
+            self.certificate, self.key = answer.cert, answer.key
         return bearer(answer.token), answer.expires
 
-    credential = Renewed(fetch, whose, how)
+
+def exec_credential(plugin: ExecPlugin, whose: str) -> tuple[Credential, bytes | None, bytes | None]:
+    """The plugin's credential, run once now, and the client certificate and key it gave
+    (for the TLS context)."""
+    credential = PluginCredential(plugin, whose)
     credential.current()
-    return credential, first.cert, first.key
+    return credential, credential.certificate, credential.key
 
 
 def user_credential(
