@@ -360,6 +360,33 @@ def test_client_certificates_that_expire_every_few_seconds_are_renewed_as_needed
     assert 3 <= count <= seconds / (LIFE * 3 / 4) + 2, f"{count} plugin runs in {seconds:.1f}s"
 
 
+@pytest.mark.parametrize("given", ["token", "client-certificate"])
+def test_a_credential_on_the_command_line_replaces_the_users_exec_plugin_which_is_not_run(plane, tmp_path, given):
+    """client-go's precedence: --token, or --client-certificate with --client-key, and
+    the kubeconfig user's exec plugin (one that would fail) is never started."""
+    runs, script = tmp_path / "plugin-runs", tmp_path / "get-token"
+    script.write_text(f"#!/bin/sh\necho ran >> {runs}\necho 'login required' >&2\nexit 1\n")
+    script.chmod(0o755)
+    user = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}
+    }
+    crd = plane.crd("Flagged", 3)
+    pki = Path(plane.cp.workdir) / "pki"
+    flags = (
+        ["--token", make_token(plane.webhook.secret, plane.user(groups=("system:masters",)), 3600)]
+        if given == "token"
+        else ["--client-certificate", str(pki / "admin.crt"), "--client-key", str(pki / "admin.key")]
+    )
+    done, seconds = plane.run(plane.kubeconfig(tmp_path, user), "crd", crd.name, "--delete", *flags)
+    print(
+        f"\n[--{given} over a failing exec plugin] exit {done.returncode} in {seconds:.1f}s,"
+        f" plugin runs {runs_of(runs)}"
+    )
+    assert done.returncode == 0, done.stderr
+    assert runs_of(runs) == 0
+    assert plane.left(crd) == (False, 0)
+
+
 @pytest.mark.parametrize("command", ["crd", "scan"])
 def test_a_revoked_credential_ends_the_run_at_once_with_one_line_and_nothing_changed(plane, tmp_path, command):
     user = plane.user(groups=("system:masters",))

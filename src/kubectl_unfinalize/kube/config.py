@@ -39,13 +39,13 @@ def connect(options: ConnectionOptions) -> Transport:
         cert = key = None
     else:
         credential, cert, key = _credential(options, found)
-    if cert and not options.client_certificate:  # from the exec plugin
+    if cert:  # from the exec plugin, which runs only when the user and the flags give no certificate
         found = dataclasses.replace(found, cert_file=None, cert_data=cert, key_file=None, key_data=key)
     endpoint = Endpoint(
         found.server, _tls_context(found), found.tls_server_name, proxy_for(found.server, found.proxy_url)
     )
     connections = Connections(endpoint)
-    if cert and not options.client_certificate and isinstance(credential, PluginCredential):
+    if cert and isinstance(credential, PluginCredential):
         credential.on_certificate = partial(_present, found, connections)
     return _transport(options, connections, credential, found.namespace, found.context)
 
@@ -57,14 +57,21 @@ def _present(found: Resolved, connections: Connections, cert: bytes, key: bytes)
 
 def _credential(options: ConnectionOptions, found: Resolved) -> tuple[Credential, bytes | None, bytes | None]:
     """The credential of the resolved user, and the client certificate and key an exec
-    plugin gave: the one place a kubeconfig user's credential is chosen. credentials.py's
-    (--token, token, tokenFile, exec plugin) or the kubernetes client's (auth providers,
-    basic auth), loaded again as credentials.py renews it."""
-    given = user_credential(found.user_name, found.user, found.base, found.cluster, options.token)
+    plugin gave: the one place a kubeconfig user's credential is chosen, with client-go's
+    precedence (credentials.user_credential; the flags count as the user's).
+    credentials.py's (--token, token, tokenFile, exec plugin) or the kubernetes client's
+    (auth providers, basic auth), loaded again as credentials.py renews it."""
+    if (found.cert_file or found.cert_data) and not (found.key_file or found.key_data):
+        raise ConfigError(
+            f"client-key-data or client-key must be specified for {found.user_name or 'the user'}"
+            " to use the clientCert authentication method."
+        )
+    certificate = bool(found.cert_file or found.cert_data)  # and its key: client-go's HasCertAuth
+    given = user_credential(found.user_name, found.user, found.base, found.cluster, options.token, certificate)
     if given is not None:
         return given
     provider = found.user.get("auth-provider")
-    name = provider.get("name") if isinstance(provider, dict) else None
+    name = provider.get("name") if isinstance(provider, dict) and not found.user.get("username") else None
     whose = f'of kubeconfig user "{found.user_name}"' if found.user_name else ""
     first = [found]
 
@@ -90,7 +97,8 @@ def _client_header(found: Resolved, failing: str) -> str | None:
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.kube_config import KubeConfigLoader
 
-    user = {key: value for key, value in found.user.items() if key not in PLUGIN_KEYS}
+    dropped = (*PLUGIN_KEYS, "auth-provider") if found.user.get("username") else PLUGIN_KEYS  # basic auth first
+    user = {key: value for key, value in found.user.items() if key not in dropped}
     one = {
         "current-context": "user",
         "contexts": [{"name": "user", "context": {"cluster": "none", "user": "user"}}],

@@ -201,23 +201,41 @@ def exec_credential(plugin: ExecPlugin, whose: str) -> tuple[Credential, bytes |
 
 
 def user_credential(
-    name: str, user: dict[str, Any], base: str, cluster: dict[str, Any], flag_token: str | None = None
+    name: str,
+    user: dict[str, Any],
+    base: str,
+    cluster: dict[str, Any],
+    flag_token: str | None = None,
+    certificate: bool = False,
 ) -> tuple[Credential, bytes | None, bytes | None] | None:
     """The credential of kubeconfig user `name` (its entry `user`, from a file in
-    directory `base`), with kubectl's precedence: --token, the user's token, its
-    tokenFile, its exec plugin (which client-go ignores when the user has a client
-    certificate). None for what the kubernetes client loads (auth providers, basic auth).
-    Also the client certificate and key an exec plugin gave."""
+    directory `base`) and the command line, with client-go's precedence: a token
+    (--token, else the user's), else its tokenFile, else basic auth or an auth provider
+    (None: the kubernetes client loads them); its exec plugin only without any of those
+    and without a client certificate and key (`certificate`: the user's or
+    --client-certificate and --client-key), so a credential given on the command line
+    replaces the plugin, which is not run. Also the client certificate and key an exec
+    plugin gave. A user kubectl refuses (an exec plugin and an auth provider; a token and
+    basic auth) is refused in its words."""
     whose = f'of kubeconfig user "{name}"' if name else ""
-    if flag_token:
-        return Credential(bearer(flag_token), whose, "token from --token"), None, None
-    if "auth-provider" in user or "username" in user:
-        return None
-    if user.get("token"):
-        return Credential(bearer(str(user["token"])), whose, "token in the kubeconfig"), None, None
+    plugin = user.get("exec")
+    if isinstance(plugin, dict) and user.get("auth-provider"):
+        raise ConfigError(f"authProvider cannot be provided in combination with an exec plugin for {name}")
+    token = flag_token or str(user.get("token") or "")
+    if token and (user.get("username") or user.get("password")):
+        raise ConfigError(
+            f"more than one authentication method found for {name}; found [token basicAuth], only one is allowed"
+        )
+    if token:
+        return (
+            Credential(bearer(token), whose, "token from --token" if flag_token else "token in the kubeconfig"),
+            None,
+            None,
+        )
     if user.get("tokenFile"):
         return token_file(os.path.join(base, str(user["tokenFile"])), whose), None, None
-    has_certificate = user.get("client-certificate") or user.get("client-certificate-data")
-    if isinstance(user.get("exec"), dict) and not has_certificate:
-        return exec_credential(ExecPlugin(user["exec"], base, cluster, kuberc.load()), whose)
-    return Credential(None, whose, "client certificate" if has_certificate else "no credentials"), None, None
+    if user.get("username") or user.get("auth-provider"):
+        return None
+    if isinstance(plugin, dict) and not certificate:
+        return exec_credential(ExecPlugin(plugin, base, cluster, kuberc.load()), whose)
+    return Credential(None, whose, "client certificate" if certificate else "no credentials"), None, None
