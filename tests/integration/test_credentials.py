@@ -2,7 +2,8 @@
 server asks a token webhook of the tests' own (controlplane/token_webhook.py) about bearer
 tokens: tokens live a few seconds, users and tokens can be revoked. The credential comes
 from an exec plugin (a small Python script that counts its runs in a file) or a token
-file, as cloud kubeconfigs and CI pods have them.
+file, as cloud kubeconfigs and CI pods have them, or is a client certificate an exec
+plugin has the control plane's CA sign for a few seconds at each run.
 
 The runs go through a 3-seat priority level (API Priority and Fairness, rejecting what
 does not fit), so that they last several token lifetimes. Not timing tests: the figures
@@ -276,6 +277,114 @@ def test_an_exec_credential_is_renewed_once_per_token_lifetime_and_the_run_finis
         assert seconds > LIFE, "the run outlasted no token: the test proves nothing (more objects?)"
     else:
         assert after["expired"] > before["expired"], "no request met an expired token: the test proves nothing"
+
+
+CERT_PLUGIN = """\
+#!{python}
+import json, subprocess, time
+with open({runs!r}, "a") as f:
+    f.write(f"{{time.time()}}\\n")
+now = time.time()
+end = int(now + {life!r})
+stamp = lambda t: time.strftime("%y%m%d%H%M%SZ", time.gmtime(t))
+subprocess.run(["openssl", "ca", "-batch", "-config", {config!r}, "-cert", {ca!r}, "-keyfile", {ca_key!r},
+                "-in", {csr!r}, "-out", {cert!r}, "-startdate", stamp(now - 60), "-enddate", stamp(end), "-notext"],
+               check=True, capture_output=True)
+status = {{"clientCertificateData": open({cert!r}).read(), "clientKeyData": open({key!r}).read(),
+          "expirationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))}}
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}}))
+"""
+CA_CONFIG = """\
+[ca]
+default_ca = signing
+[signing]
+database = {directory}/index.txt
+new_certs_dir = {directory}
+rand_serial = yes
+default_md = sha256
+policy = any
+unique_subject = no
+x509_extensions = client
+[any]
+organizationName = optional
+commonName = supplied
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = clientAuth
+"""
+
+
+def _certificate_plugin(plane: Plane, tmp_path: Path, life: float) -> tuple[dict, Path]:
+    """An exec plugin answering with a client certificate of the throttled group, signed
+    afresh at each run by the control plane's client CA and valid `life` seconds; and the
+    file its runs are counted in."""
+    issued, pki = tmp_path / "issued", Path(plane.cp.workdir) / "pki"
+    issued.mkdir()
+    (issued / "index.txt").touch()
+    (issued / "ca.cnf").write_text(CA_CONFIG.format(directory=issued))
+    key, csr = issued / "client.key", issued / "client.csr"
+    subprocess.run(
+        ["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(csr), "-subj", f"/O={THROTTLED}/CN={plane.user()}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    runs, script = tmp_path / "plugin-runs", tmp_path / "get-certificate"
+    script.write_text(CERT_PLUGIN.format(
+        python=sys.executable, runs=str(runs), life=life, config=str(issued / "ca.cnf"), ca=str(pki / "ca.crt"),
+        ca_key=str(pki / "ca.key"), csr=str(csr), cert=str(issued / "client.crt"), key=str(key),
+    ))  # fmt: skip
+    script.chmod(0o755)
+    config = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}
+    return {"exec": config}, runs
+
+
+def test_client_certificates_that_expire_every_few_seconds_are_renewed_as_needed_and_the_run_finishes(plane, tmp_path):
+    """A plugin whose certificates live LIFE seconds: the tool asks for a new one before
+    each expires (less a quarter of its life), new connections present it and the older
+    ones serve no further request; a request the API server answers 401 (its certificate
+    expired under way) renews it or takes the one renewed meanwhile, and goes again."""
+    crd = plane.crd("Certified", OBJECTS)
+    credential, runs = _certificate_plugin(plane, tmp_path, LIFE)
+    refusals = plane.refusals()
+    done, seconds = plane.run(plane.kubeconfig(tmp_path, credential), "crd", crd.name, "--delete",
+                              "--timeout", RUN_TIMEOUT, "-q")  # fmt: skip
+    count, answered_401 = runs_of(runs), plane.refusals() - refusals
+    print(
+        f"\n[client certificates] {OBJECTS} objects, {LIFE:g}-second certificates, {SEATS} seats:"
+        f" {seconds:.1f}s, plugin runs {count}, 401 answers {answered_401}"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert plane.left(crd) == (False, 0)
+    assert seconds > 2 * LIFE, "the run outlasted fewer than two certificates: the test proves nothing"
+    assert 3 <= count <= seconds / (LIFE * 3 / 4) + 2, f"{count} plugin runs in {seconds:.1f}s"
+
+
+@pytest.mark.parametrize("given", ["token", "client-certificate"])
+def test_a_credential_on_the_command_line_replaces_the_users_exec_plugin_which_is_not_run(plane, tmp_path, given):
+    """client-go's precedence: --token, or --client-certificate with --client-key, and
+    the kubeconfig user's exec plugin (one that would fail) is never started."""
+    runs, script = tmp_path / "plugin-runs", tmp_path / "get-token"
+    script.write_text(f"#!/bin/sh\necho ran >> {runs}\necho 'login required' >&2\nexit 1\n")
+    script.chmod(0o755)
+    user = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}
+    }
+    crd = plane.crd("Flagged", 3)
+    pki = Path(plane.cp.workdir) / "pki"
+    flags = (
+        ["--token", make_token(plane.webhook.secret, plane.user(groups=("system:masters",)), 3600)]
+        if given == "token"
+        else ["--client-certificate", str(pki / "admin.crt"), "--client-key", str(pki / "admin.key")]
+    )
+    done, seconds = plane.run(plane.kubeconfig(tmp_path, user), "crd", crd.name, "--delete", *flags)
+    print(
+        f"\n[--{given} over a failing exec plugin] exit {done.returncode} in {seconds:.1f}s,"
+        f" plugin runs {runs_of(runs)}"
+    )
+    assert done.returncode == 0, done.stderr
+    assert runs_of(runs) == 0
+    assert plane.left(crd) == (False, 0)
 
 
 @pytest.mark.parametrize("command", ["crd", "scan"])

@@ -13,3 +13,44 @@ def self_signed_ca(path: Path | str) -> None:
          "-keyout", str(path) + ".key", "-out", str(path), "-days", "1", "-subj", "/CN=test-ca"],
         check=True, capture_output=True,
     )  # fmt: skip
+
+
+CA_CONFIG = """[ca]
+default_ca = signing
+[signing]
+database = {directory}/index.txt
+new_certs_dir = {directory}
+rand_serial = yes
+default_md = sha256
+policy = any
+unique_subject = no
+x509_extensions = client
+[any]
+organizationName = optional
+commonName = supplied
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = clientAuth
+"""
+
+
+def client_certificate(ca: Path, directory: Path, name: str, valid_from: float, valid_to: float) -> tuple[bytes, bytes]:
+    """A client certificate for CN=`name` signed by the CA at `ca` (self_signed_ca's),
+    valid between two times (seconds since the epoch, to the second), and its key."""
+    import time
+
+    directory.mkdir(exist_ok=True)
+    (directory / "index.txt").touch()
+    (directory / "ca.cnf").write_text(CA_CONFIG.format(directory=directory))
+    key, csr, cert = directory / f"{name}.key", directory / f"{name}.csr", directory / f"{name}.crt"
+    stamp = lambda t: time.strftime("%y%m%d%H%M%SZ", time.gmtime(t))  # noqa: E731
+    for command in (
+        ["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={name}"],
+        ["ca", "-batch", "-config", str(directory / "ca.cnf"), "-cert", str(ca), "-keyfile", str(ca) + ".key",
+         "-in", str(csr), "-out", str(cert), "-startdate", stamp(valid_from), "-enddate", stamp(valid_to),
+         "-notext"],
+    ):  # fmt: skip
+        subprocess.run(["openssl", *command], check=True, capture_output=True)
+    return cert.read_bytes(), key.read_bytes()

@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import ssl
+from functools import partial
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..net.connections import Connections, Endpoint
 from ..options import ConnectionOptions
 from . import kubeconfig
-from .credentials import REREAD, Credential, Renewed, bearer, token_file, user_credential
+from .credentials import REREAD, Credential, PluginCredential, Renewed, bearer, token_file, user_credential
 from .kubeconfig import Resolved, context_names
 from .pem_files import pem_files
 from .proxies import proxy_for
@@ -38,24 +39,39 @@ def connect(options: ConnectionOptions) -> Transport:
         cert = key = None
     else:
         credential, cert, key = _credential(options, found)
-    if cert and not options.client_certificate:  # from the exec plugin
+    if cert:  # from the exec plugin, which runs only when the user and the flags give no certificate
         found = dataclasses.replace(found, cert_file=None, cert_data=cert, key_file=None, key_data=key)
     endpoint = Endpoint(
         found.server, _tls_context(found), found.tls_server_name, proxy_for(found.server, found.proxy_url)
     )
-    return _transport(options, endpoint, credential, found.namespace, found.context)
+    connections = Connections(endpoint)
+    if cert and isinstance(credential, PluginCredential):
+        credential.on_certificate = partial(_present, found, connections)
+    return _transport(options, connections, credential, found.namespace, found.context)
+
+
+def _present(found: Resolved, connections: Connections, cert: bytes, key: bytes) -> None:
+    """The exec plugin's renewed client certificate: the connections opened from now on present it."""
+    connections.renew_tls(_tls_context(dataclasses.replace(found, cert_data=cert, key_data=key)))
 
 
 def _credential(options: ConnectionOptions, found: Resolved) -> tuple[Credential, bytes | None, bytes | None]:
     """The credential of the resolved user, and the client certificate and key an exec
-    plugin gave: the one place a kubeconfig user's credential is chosen. credentials.py's
-    (--token, token, tokenFile, exec plugin) or the kubernetes client's (auth providers,
-    basic auth), loaded again as credentials.py renews it."""
-    given = user_credential(found.user_name, found.user, found.base, found.cluster, options.token)
+    plugin gave: the one place a kubeconfig user's credential is chosen, with client-go's
+    precedence (credentials.user_credential; the flags count as the user's).
+    credentials.py's (--token, token, tokenFile, exec plugin) or the kubernetes client's
+    (auth providers, basic auth), loaded again as credentials.py renews it."""
+    if (found.cert_file or found.cert_data) and not (found.key_file or found.key_data):
+        raise ConfigError(
+            f"client-key-data or client-key must be specified for {found.user_name or 'the user'}"
+            " to use the clientCert authentication method."
+        )
+    certificate = bool(found.cert_file or found.cert_data)  # and its key: client-go's HasCertAuth
+    given = user_credential(found.user_name, found.user, found.base, found.cluster, options.token, certificate)
     if given is not None:
         return given
     provider = found.user.get("auth-provider")
-    name = provider.get("name") if isinstance(provider, dict) else None
+    name = provider.get("name") if isinstance(provider, dict) and not found.user.get("username") else None
     whose = f'of kubeconfig user "{found.user_name}"' if found.user_name else ""
     first = [found]
 
@@ -81,7 +97,8 @@ def _client_header(found: Resolved, failing: str) -> str | None:
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.kube_config import KubeConfigLoader
 
-    user = {key: value for key, value in found.user.items() if key not in PLUGIN_KEYS}
+    dropped = (*PLUGIN_KEYS, "auth-provider") if found.user.get("username") else PLUGIN_KEYS  # basic auth first
+    user = {key: value for key, value in found.user.items() if key not in dropped}
     one = {
         "current-context": "user",
         "contexts": [{"name": "user", "context": {"cluster": "none", "user": "user"}}],
@@ -99,7 +116,7 @@ def _client_header(found: Resolved, failing: str) -> str | None:
 
 def _transport(
     options: ConnectionOptions,
-    endpoint: Endpoint,
+    connections: Connections,
     credential: Credential,
     namespace: str,
     context: str,
@@ -111,8 +128,8 @@ def _transport(
     if options.as_uid:
         impersonate.append(("Impersonate-Uid", options.as_uid))
     return Transport(
-        endpoint.url,
-        Connections(endpoint),
+        connections.endpoint.url,
+        connections,
         credential,
         impersonate,
         options.request_timeout,

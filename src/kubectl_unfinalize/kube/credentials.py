@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from . import kuberc
 from .exec_plugin import ExecPlugin
 
 REREAD = 50.0  # seconds: token files and auth providers are read again this often
@@ -44,6 +45,8 @@ class Token:
     header: str | None
     obtained: float  # time.monotonic() then
     fresh_until: float = float("inf")  # after this, current() obtains another
+    cert: bytes | None = None  # the client certificate that came with it (an exec plugin's)
+    expires: float | None = None  # its expirationTimestamp (time.time()), if it had one
 
 
 class Credential:
@@ -99,6 +102,7 @@ class Renewed(Credential):
         self._lock = threading.Lock()
         self._kept: Token | None = None
         self.fetches = 0  # how many times it was obtained
+        self.certificate: bytes | None = None  # `fetch` sets it when it gives a client certificate
 
     def current(self) -> Token:
         kept = self._kept
@@ -130,7 +134,7 @@ class Renewed(Credential):
         header, expires = self._fetch()
         self.fetches += 1
         now = self._clock()
-        token = Token(header, now)
+        token = Token(header, now, cert=self.certificate, expires=expires)
         if expires is not None:
             life = expires - self._wall()
             token.fresh_until = now + max(life - min(MARGIN, life / 4), MIN_LIFE)
@@ -163,43 +167,75 @@ def token_file(path: str, whose: str, how: str = "") -> Renewed:
     return credential
 
 
-def exec_credential(plugin: ExecPlugin, whose: str) -> tuple[Credential, bytes | None, bytes | None]:
-    """The plugin's credential, run once now, and the client certificate and key it gave
-    (for the TLS context). A certificate alone cannot be renewed here (a connection keeps
-    the certificate it was opened with): the credential is then fixed."""
-    how = f"exec plugin {plugin.command}"
-    first = plugin.run()
-    if not first.token:
-        return Credential(None, whose, how + " (client certificate)"), first.cert, first.key
-    answers = [first]
+class PluginCredential(Renewed):
+    """An exec plugin's credential: a token, a client certificate and key, or both, renewed
+    as Renewed says (before its expirationTimestamp, after a 401, and by the transport
+    after a TLS alert saying the certificate expired). A new certificate goes to
+    `on_certificate` (new connections present it) before the token it came with is kept,
+    so no request is sent with that token over a connection of the old certificate."""
 
-    def fetch() -> tuple[str | None, float | None]:
-        answer = answers.pop() if answers else plugin.run()
+    def __init__(self, plugin: ExecPlugin, whose: str) -> None:
+        first = plugin.run()
+        how = f"exec plugin {plugin.command}" + ("" if first.token else " (client certificate)")
+        super().__init__(self._run, whose, how)
+        self._plugin = plugin
+        self._answers = [first]
+        self.key: bytes | None = None
+        self.on_certificate: Callable[[bytes, bytes], None] | None = None
+
+    def _run(self) -> tuple[str | None, float | None]:
+        answer = self._answers.pop() if self._answers else self._plugin.run()
+        if answer.cert and answer.key and (answer.cert, answer.key) != (self.certificate, self.key):
+            if self.certificate is not None and self.on_certificate is not None:
+                self.on_certificate(answer.cert, answer.key)
+            self.certificate, self.key = answer.cert, answer.key
         return bearer(answer.token), answer.expires
 
-    credential = Renewed(fetch, whose, how)
+
+def exec_credential(plugin: ExecPlugin, whose: str) -> tuple[Credential, bytes | None, bytes | None]:
+    """The plugin's credential, run once now, and the client certificate and key it gave
+    (for the TLS context)."""
+    credential = PluginCredential(plugin, whose)
     credential.current()
-    return credential, first.cert, first.key
+    return credential, credential.certificate, credential.key
 
 
 def user_credential(
-    name: str, user: dict[str, Any], base: str, cluster: dict[str, Any], flag_token: str | None = None
+    name: str,
+    user: dict[str, Any],
+    base: str,
+    cluster: dict[str, Any],
+    flag_token: str | None = None,
+    certificate: bool = False,
 ) -> tuple[Credential, bytes | None, bytes | None] | None:
     """The credential of kubeconfig user `name` (its entry `user`, from a file in
-    directory `base`), with kubectl's precedence: --token, the user's token, its
-    tokenFile, its exec plugin (which client-go ignores when the user has a client
-    certificate). None for what the kubernetes client loads (auth providers, basic auth).
-    Also the client certificate and key an exec plugin gave."""
+    directory `base`) and the command line, with client-go's precedence: a token
+    (--token, else the user's), else its tokenFile, else basic auth or an auth provider
+    (None: the kubernetes client loads them); its exec plugin only without any of those
+    and without a client certificate and key (`certificate`: the user's or
+    --client-certificate and --client-key), so a credential given on the command line
+    replaces the plugin, which is not run. Also the client certificate and key an exec
+    plugin gave. A user kubectl refuses (an exec plugin and an auth provider; a token and
+    basic auth) is refused in its words."""
     whose = f'of kubeconfig user "{name}"' if name else ""
-    if flag_token:
-        return Credential(bearer(flag_token), whose, "token from --token"), None, None
-    if "auth-provider" in user or "username" in user:
-        return None
-    if user.get("token"):
-        return Credential(bearer(str(user["token"])), whose, "token in the kubeconfig"), None, None
+    plugin = user.get("exec")
+    if isinstance(plugin, dict) and user.get("auth-provider"):
+        raise ConfigError(f"authProvider cannot be provided in combination with an exec plugin for {name}")
+    token = flag_token or str(user.get("token") or "")
+    if token and (user.get("username") or user.get("password")):
+        raise ConfigError(
+            f"more than one authentication method found for {name}; found [token basicAuth], only one is allowed"
+        )
+    if token:
+        return (
+            Credential(bearer(token), whose, "token from --token" if flag_token else "token in the kubeconfig"),
+            None,
+            None,
+        )
     if user.get("tokenFile"):
         return token_file(os.path.join(base, str(user["tokenFile"])), whose), None, None
-    has_certificate = user.get("client-certificate") or user.get("client-certificate-data")
-    if isinstance(user.get("exec"), dict) and not has_certificate:
-        return exec_credential(ExecPlugin(user["exec"], base, cluster), whose)
-    return Credential(None, whose, "client certificate" if has_certificate else "no credentials"), None, None
+    if user.get("username") or user.get("auth-provider"):
+        return None
+    if isinstance(plugin, dict) and not certificate:
+        return exec_credential(ExecPlugin(plugin, base, cluster, kuberc.load()), whose)
+    return Credential(None, whose, "client certificate" if certificate else "no credentials"), None, None

@@ -6,7 +6,8 @@ client.authentication.k8s.io v1 and v1beta1):
   KUBERNETES_EXEC_INFO holding an ExecCredential (its spec says whether the run is
   interactive, and with `provideClusterInfo` carries the cluster); a command path with a
   separator is relative to the kubeconfig file that names it, a bare name is looked up in
-  PATH. Standard input is the plugin's only in an interactive run.
+  PATH. Standard input is the plugin's only in an interactive run. Before each run the
+  kuberc's credential plugin policy is asked (kuberc.py).
 - `interactiveMode`: Never, IfAvailable (standard input is a terminal), Always (which
   fails without a terminal); v1beta1 without it means IfAvailable.
 - The answer is an ExecCredential of the same apiVersion whose status has a token, or a
@@ -31,6 +32,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ConfigError
+from .kuberc import PluginPolicy, clean
 
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"  # a cluster's extension handed to the plugin
@@ -48,9 +50,16 @@ class ExecCredential:
 
 
 class ExecPlugin:
-    """The plugin of one kubeconfig user; `run()` runs it once."""
+    """The plugin of one kubeconfig user; `run()` runs it once, when `policy` allows it.
+    `path`: its command as kubectl takes it (a path made absolute and cleaned)."""
 
-    def __init__(self, config: dict[str, Any], base: str, cluster: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        base: str,
+        cluster: dict[str, Any] | None = None,
+        policy: PluginPolicy | None = None,
+    ) -> None:
         command = config.get("command")
         if not command or not isinstance(command, str):
             raise ConfigError("invalid kubeconfig: exec plugin without a command")
@@ -59,8 +68,9 @@ class ExecPlugin:
         if self.api_version not in API_VERSIONS:
             known = ", ".join(API_VERSIONS)
             raise ConfigError(f"exec plugin {command}: apiVersion {self.api_version or '(none)'} is not one of {known}")
-        path = command if os.sep not in command or os.path.isabs(command) else os.path.join(base, command)
-        self._argv = [path, *(str(arg) for arg in config.get("args") or [])]
+        self.path = command if os.sep not in command else clean(os.path.join(os.path.abspath(base), command))
+        self._policy = policy
+        self._argv = [self.path, *(str(arg) for arg in config.get("args") or [])]
         self._env = {str(e["name"]): str(e["value"]) for e in config.get("env") or []}
         self._mode = str(config.get("interactiveMode") or "IfAvailable")
         if self._mode not in ("Never", "IfAvailable", "Always"):
@@ -80,9 +90,10 @@ class ExecPlugin:
             spec["cluster"] = self._cluster
         info = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": spec}
         env = {**os.environ, **self._env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
+        argv = self._argv if self._policy is None else [self._policy.check(self.path), *self._argv[1:]]
         try:
             done = subprocess.run(
-                self._argv,
+                argv,
                 env=env,
                 stdin=None if interactive else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

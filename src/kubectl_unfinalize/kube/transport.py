@@ -8,6 +8,8 @@ timeouts from here and hand anything but a 2xx back to `request`.
 
 A 401 renews a credential that can be renewed (credentials.py) and the request is sent
 again: every verb here is idempotent, and a 401 is an answer (nothing was applied). A
+connection refused for an exec plugin's expired client certificate (a proxy or a server
+that checks it in the handshake) renews it too (_after_error). A
 401 to a credential obtained after the request's first 401, or to one that cannot be
 renewed, is lasting: the transport sends nothing more, and the deadline of the request
 that found it ends with it (Deadline.end), so the run stops as at its deadline.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,7 +31,7 @@ from urllib.parse import urlencode, urlsplit
 from .._version import __version__
 from ..deadline import NO_DEADLINE, Deadline
 from ..errors import ConfigError, Unauthorized
-from ..net.connections import Connections, header_lines
+from ..net.connections import Connections, NotSent, header_lines
 from ..net.connections import reason as failure
 from .answers import api_error
 from .credentials import Credential, Token
@@ -174,7 +177,7 @@ class Transport:
                 raise ConfigError(str(exc)) from None
             except OSError as exc:
                 self._trace(method, target, f"error {failure(exc)}", started, attempts.count, None)
-                self.sleep(attempts.after_error(exc))
+                token, renewed = self._after_error(exc, token, renewed, attempts)
                 continue
             self.reached = True
             if self._log is not None:
@@ -194,6 +197,27 @@ class Transport:
             with self.parked() if error.status == 429 else contextlib.nullcontext():
                 self.sleep(delay)
 
+    def _after_error(
+        self, exc: OSError, token: Token, renewed: float | None, attempts: Attempts
+    ) -> tuple[Token, float | None]:
+        """After a connection error: the token to send again with, and when this request
+        renewed its credential. A client certificate (an exec plugin's) that a TLS alert
+        says expired, or whose expirationTimestamp has passed, is renewed, once per request
+        (a server that checks it in the handshake refuses it there, often with the alert
+        lost to the request written meanwhile: a reset or an end of stream instead). After
+        the alert the request goes again at once (the handshake was refused, nothing was
+        applied); otherwise as `attempts` says, or it raises."""
+        if renewed is None and token.cert is not None:
+            alert = _certificate_expired(exc)
+            if alert or (token.expires is not None and time.time() >= token.expires):
+                with contextlib.suppress(ConfigError):  # else it fails again, and is retried as usual
+                    token = self.credential.renew(token)
+                renewed = time.monotonic()
+                if alert:
+                    return token, renewed
+        self.sleep(attempts.after_error(exc))
+        return token, renewed
+
     def _target(self, path: str, query: dict[str, Any] | None) -> str:
         params = {k: v for k, v in (query or {}).items() if v not in (None, "", False)}
         return self._prefix + path + ("?" + urlencode(params, doseq=True) if params else "")
@@ -212,7 +236,7 @@ class Transport:
                 why = str(exc)
             else:
                 renewed = fresh.obtained >= since
-                if not (renewed and fresh.header == refused.header):
+                if not (renewed and fresh.header == refused.header and fresh.cert == refused.cert):
                     return fresh
         error.credential = credential.describe(renewed or refused.obtained >= since, why)
         with self._verdict:
@@ -234,6 +258,13 @@ class Transport:
             text = data[:LOG_BODY].decode(errors="replace")
             line += f"\nResponse Body: {text}" + ("..." if len(data) > LOG_BODY else "")
         self._log(line)
+
+
+def _certificate_expired(exc: OSError) -> bool:
+    """The server refused the TLS handshake with the alert for an expired client
+    certificate (after the request was written, under TLS 1.3)."""
+    inner = exc.__cause__ if isinstance(exc, NotSent) else exc
+    return isinstance(inner, ssl.SSLError) and inner.reason == "SSLV3_ALERT_CERTIFICATE_EXPIRED"
 
 
 def _again(error: Unauthorized) -> Unauthorized:

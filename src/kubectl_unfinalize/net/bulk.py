@@ -85,11 +85,8 @@ class Bulk:
         sink: Sink,
         cap: int,
     ) -> None:
-        self._connections = connections
-        self._headers = headers
-        self._timeout = timeout
-        self._on_pushback = on_pushback
-        self._sink = sink
+        self._connections, self._headers, self._timeout = connections, headers, timeout
+        self._on_pushback, self._sink = on_pushback, sink
         self._cap = cap  # requests in flight, one per connection (the workers' limit keeps to it too)
         self._incoming: queue.SimpleQueue[BulkPatch] = queue.SimpleQueue()
         self._opened: queue.SimpleQueue[Wire | None] = queue.SimpleQueue()
@@ -196,6 +193,9 @@ class Bulk:
             headers, host, now = self._headers(), self._connections.host, time.monotonic()
             due = now + self._timeout()
             while self._waiting and self._idle and self._in_flight < self._cap:
+                if self._idle[-1].wire.generation != self._connections.generation:
+                    self._drop(self._idle.pop())  # opened with a client certificate renewed since
+                    continue
                 job = self._waiting.popleft()
                 try:
                     head = request_head("PATCH", job.path, host, headers, len(job.body))

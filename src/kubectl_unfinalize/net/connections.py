@@ -14,6 +14,7 @@ blocking socket's EAGAIN for ever.)
 from __future__ import annotations
 
 import base64
+import dataclasses
 import socket
 import ssl
 import threading
@@ -116,10 +117,12 @@ class Connections:
 
     A full TLS handshake with a client certificate costs as much client CPU as freeing
     several objects; the connections after the first resume its TLS session, which skips
-    the certificate signature and the chain verification."""
+    the certificate signature and the chain verification. A renewed client certificate
+    (renew_tls) starts a new generation: an older connection serves no further request."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
+        self.generation = 0  # of the TLS settings new connections are opened with
         self._session: ssl.SSLSession | None = None
         self._host = endpoint.host_header
         self._local = threading.local()
@@ -139,14 +142,35 @@ class Connections:
     def open_wire(self, timeout: float) -> Wire:
         """A connection owned by the caller: a spare one, or a new one resuming the TLS
         session. Its socket may be left blocking or not. Raises NotSent."""
-        return self._take_spare() or self.endpoint.open(timeout, self._session)
+        return self._take_spare() or self._open(timeout)
+
+    def _open(self, timeout: float) -> Wire:
+        with self._lock:
+            endpoint, generation, session = self.endpoint, self.generation, self._session
+        wire = endpoint.open(timeout, session)
+        wire.generation = generation
+        return wire
+
+    def renew_tls(self, context: ssl.SSLContext) -> None:
+        """A new client certificate (an exec plugin's, renewed): the connections opened
+        from now on present it, and do not resume the TLS session of the old one. The
+        idle ones are closed; one under way finishes, and is closed before its thread's
+        next request (the bulk sender checks `generation` too)."""
+        with self._lock:
+            self.endpoint = dataclasses.replace(self.endpoint, context=context)
+            self.generation += 1
+            self._session = None
+            idle, self._spare, self._lent = self._spare + self._lent, [], []
+            self._all.difference_update(idle)
+        for wire in idle:
+            wire.close()
 
     def give(self, wire: Wire) -> None:
         """An open, idle connection for the next thread or caller that needs one: a new
         one costs a TLS handshake, even when resumed."""
         wire.sock.setblocking(True)
         with self._lock:
-            if not self._closed.is_set():
+            if not self._closed.is_set() and wire.generation == self.generation:
                 self._spare.append(wire)
                 return
         wire.close()
@@ -198,16 +222,22 @@ class Connections:
         being sent, ValueError when the target cannot be sent."""
         head = request_head(method, target, self._host, headers, None if body is None else len(body))
         wire: Wire | None = getattr(self._local, "wire", None)
+        if wire is not None and wire.generation != self.generation:  # the client certificate was renewed
+            self._drop(wire)
+            wire = None
         fresh = False
         if wire is None:
             with self._lock:
                 wire = self._lent.pop() if self._lent else self._orphan()  # already among _all
+            if wire is not None and wire.generation != self.generation:
+                self._drop(wire)
+                wire = None
             wire = wire or self._take_spare()
             if wire is None:
                 if self._closed.is_set():  # a review asked ahead, still retrying as the run ends
                     raise NotSent("the run's connections are closed")
                 fresh = True
-                wire = self.endpoint.open(timeout, self._session)  # connect and handshake under `timeout`
+                wire = self._open(timeout)  # connect and handshake under `timeout`
             wire.sock.settimeout(None)
             with self._lock:
                 self._all.add(wire)
@@ -231,7 +261,9 @@ class Connections:
         if self.round_trip is None or took < self.round_trip:  # threads may race here: any of theirs will do
             self.round_trip = took
         if fresh and isinstance(wire.sock, ssl.SSLSocket) and not wire.sock.session_reused:
-            self._session = wire.sock.session  # its ticket arrived with the first answer
+            with self._lock:
+                if wire.generation == self.generation:  # not a session of a certificate renewed since
+                    self._session = wire.sock.session  # its ticket arrived with the first answer
         if answer.will_close:
             self._drop(wire)
         return answer

@@ -182,6 +182,7 @@ class Wire:
         self._parser = Parser()
         self.due: float | None = None  # when the exchange under way times out (connections.Connections watches)
         self.expired = False  # the watch shut it down: what failed is a timeout
+        self.generation = 0  # the TLS settings it was opened with (Connections.renew_tls counts them)
 
     def close(self) -> None:
         self.sock.close()
