@@ -10,7 +10,7 @@ from .. import finalizers
 from ..errors import ApiError, DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
-from ..model import CRD, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
+from ..model import CRD, CRD_RESOURCE, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
 from ..options import Options
 from .outcomes import OutcomeBook
 
@@ -22,12 +22,31 @@ def explain(exc: UnfinalizeError, verb: str, resource: Resource) -> str:
     """One line on why `verb` failed, from the server's Status rather than its wording."""
     if isinstance(exc, Forbidden):
         return f"forbidden: cannot {verb} {resource.qualified} (RBAC or admission): {exc}"
+    if isinstance(exc, Invalid) and resource != CRD_RESOURCE and (fields := _failing_fields(exc)):
+        return (
+            f"invalid: the object fails its current schema ({'; '.join(f'{f}: {m}' for f, m in fields)}); without"
+            " validation ratcheting (Kubernetes before 1.30, or a rule that does not ratchet) the API server refuses"
+            " every write to an object that fails it, even one that only removes finalizers: fix"
+            f" {'that field' if len(fields) == 1 else 'those fields'} on the object, or relax the schema (a custom"
+            " resource's CRD), and run again"
+        )
     if isinstance(exc, Invalid) and (exc.reason == "Invalid" or exc.causes or "denied" in str(exc)):
         by = "an admission webhook" if "webhook" in str(exc) else "admission"
         return f"rejected by {by}: {exc}"
     if isinstance(exc, ApiError):
         return f"{exc.status} {exc.reason}: {exc}"
     return str(exc)
+
+
+def _failing_fields(exc: Invalid) -> list[tuple[str, str]]:
+    """(field, message) from a 422's causes when each names a field of the object outside
+    its metadata (which is all a finalizer patch writes): the schema refuses the object as
+    it is, not the patch. [] otherwise."""
+    causes = [c for c in exc.details.get("causes") or [] if isinstance(c, dict)]
+    fields = [(str(c.get("field") or ""), str(c.get("message") or c.get("reason") or "")) for c in causes]
+    if exc.status != 422 or not fields or any(not f or f.startswith("metadata.") for f, _ in fields):
+        return []
+    return fields
 
 
 def list_failure(exc: UnfinalizeError, resource: Resource) -> str:
