@@ -10,10 +10,12 @@ denied the request: MESSAGE, code 400 unless the webhook sets one)."""
 from __future__ import annotations
 
 import pytest
+from fakecluster import WIDGETS, FakeCluster, run_engine
 
+from kubectl_unfinalize.engine.admission import MUTATING, VALIDATING
 from kubectl_unfinalize.engine.diagnose import explain
-from kubectl_unfinalize.errors import ApiError, api_error_class
-from kubectl_unfinalize.model import CRD_RESOURCE, Resource
+from kubectl_unfinalize.errors import ApiError, Unreachable, api_error_class
+from kubectl_unfinalize.model import CRD_RESOURCE, Action, ObjectRef, Resource
 
 GIZMOS = Resource("t1.unfinalize.test", "v1", "gizmos", "Gizmo", True)
 SIZE = 'Invalid value: "string": spec.size in body must be of type integer: "string"'
@@ -118,3 +120,66 @@ def test_a_crd_s_own_refusal_is_not_read_as_a_custom_resource_s_schema():
 
 def test_a_policy_the_api_holds_keeps_the_admission_line():
     assert explain(error(POLICY), "free", GIZMOS) == f"rejected by admission: {POLICY['message']}"
+
+
+def test_a_policy_loaded_from_files_is_said_to_be_invisible_and_quoted():
+    line = explain(error(STATIC_POLICY), "free", GIZMOS)
+    assert line.startswith("refused by ValidatingAdmissionPolicy 'deny.static.k8s.io', which is configured from files")
+    assert "(its name ends in .static.k8s.io, which the API refuses)" in line
+    assert line.endswith(f'The API server said: "{STATIC_POLICY["message"]}"')
+
+
+@pytest.mark.parametrize("status", [HOOK_DENIAL, HOOK_DOWN], ids=["denied", "dead"])
+def test_a_webhook_no_listed_configuration_holds_is_said_to_be_invisible(status):
+    line = explain(error(status), "free", GIZMOS, lambda name: name != "keep.example.com")
+    assert line.startswith('refused by admission webhook "keep.example.com", which is configured from files')
+    assert "(no webhook configuration the API lists holds it)" in line
+    assert line.endswith(f'The API server said: "{status["message"]}"')
+
+
+@pytest.mark.parametrize("listed", [lambda _: True, lambda _: None, None], ids=["listed", "unreadable", "no-run"])
+def test_a_webhook_listed_or_not_known_keeps_its_line(listed):
+    assert explain(error(HOOK_DENIAL), "free", GIZMOS, listed).startswith("rejected by an admission webhook: ")
+
+
+def test_when_the_listing_fails_a_static_name_alone_decides():
+    def unreachable(_: str) -> bool:
+        raise Unreachable("connection refused")
+
+    status = dict(HOOK_DENIAL, message=HOOK_DENIAL["message"].replace("keep.example.com", "keep.static.k8s.io"))
+    assert explain(error(status), "free", GIZMOS, unreachable).startswith('refused by admission webhook "keep.static')
+    assert explain(error(HOOK_DENIAL), "free", GIZMOS, unreachable).startswith("rejected by an admission webhook")
+
+
+class FilesWebhookCluster(FakeCluster):
+    """A webhook configured from files denies every finalizer patch; the API lists no
+    configuration (or `listed` holds one of that name)."""
+
+    def __init__(self, listed: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.listed = listed
+        self.hooks.append(self._deny)
+
+    def _deny(self, verb: str, ref: ObjectRef) -> None:
+        if verb == "patch" and ref.resource == WIDGETS:
+            raise error(HOOK_DENIAL)
+
+    def list_objects(self, resource: Resource, query):
+        self.calls.append(("list", resource.plural))
+        hook = {"name": "keep.example.com", "rules": []}
+        yield [{"metadata": {"name": "c"}, "webhooks": [hook]}] if self.listed and resource == VALIDATING else []
+
+
+@pytest.mark.parametrize("listed", [False, True], ids=["from-files", "from-the-api"])
+def test_the_run_lists_the_configurations_once_to_tell(bulk, listed):
+    cluster = FilesWebhookCluster(listed=listed, bulk=bulk)
+    cluster.add_crd()
+    for i in range(30):
+        cluster.add(f"w{i}", ["operator.example.com/cleanup"])
+    report = run_engine(cluster, timeout=5)
+    failed = [o.message for o in report.outcomes if o.action == Action.FAILED]
+    assert len(failed) == 30
+    said = "configured from files on the API server" if not listed else "rejected by an admission webhook"
+    assert all(said in message for message in failed), failed[0]
+    lists = [n for verb, n in cluster.calls if verb == "list" and n in (VALIDATING.plural, MUTATING.plural)]
+    assert len(lists) == 2  # both kinds once: the refusals of one webhook do not list them again

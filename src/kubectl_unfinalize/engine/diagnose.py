@@ -6,6 +6,9 @@ first few examples, so a diagnosis of a huge CRD costs no more memory than a pag
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from .. import finalizers
 from ..errors import ApiError, DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
@@ -16,10 +19,19 @@ from .outcomes import OutcomeBook
 
 EXAMPLES = 5
 CONDITIONS = ("Terminating", "NamesAccepted", "Established")
+STATIC = ".static.k8s.io"  # the names of admission objects loaded from files; the API refuses them
+_POLICY = re.compile(r"\b((?:Validating|Mutating)AdmissionPolicy) '([^']+)'")
+_WEBHOOK = re.compile(r'(?:admission webhook|failed calling webhook) "([^"]+)"')
 
 
-def explain(exc: UnfinalizeError, verb: str, resource: Resource) -> str:
-    """One line on why `verb` failed, from the server's Status rather than its wording."""
+def explain(
+    exc: UnfinalizeError, verb: str, resource: Resource, listed: Callable[[str], bool | None] | None = None
+) -> str:
+    """One line on why `verb` failed, from the server's Status rather than its wording.
+    `listed(name)`: whether an admission webhook of that name is in a configuration the
+    API lists (None when that cannot be read)."""
+    if isinstance(exc, ApiError) and (hidden := _hidden_admission(exc, listed)):
+        return hidden
     if isinstance(exc, Forbidden):
         return f"forbidden: cannot {verb} {resource.qualified} (RBAC or admission): {exc}"
     if isinstance(exc, Invalid) and resource != CRD_RESOURCE and (fields := _failing_fields(exc)):
@@ -47,6 +59,35 @@ def _failing_fields(exc: Invalid) -> list[tuple[str, str]]:
     if exc.status != 422 or not fields or any(not f or f.startswith("metadata.") for f, _ in fields):
         return []
     return fields
+
+
+def _hidden_admission(exc: ApiError, listed: Callable[[str], bool | None] | None) -> str:
+    """The line for a refusal by a webhook or policy no configuration the API lists holds:
+    admission configured from files on the API server (manifest-based, alpha in 1.36),
+    whose objects' names end in STATIC (a suffix the API refuses). "" for any other."""
+    text = str(exc)
+    if found := _POLICY.search(text):
+        kind, name = found.group(1), found.group(2)
+        if not name.endswith(STATIC):
+            return ""
+        what, why = f"{kind} '{name}'", f"its name ends in {STATIC}, which the API refuses"
+    elif found := _WEBHOOK.search(text):
+        name = found.group(1)
+        try:
+            seen = listed(name) if listed is not None else None
+        except UnfinalizeError:  # the listing failed (unreachable, out of time): the name alone decides
+            seen = None
+        if seen or (seen is None and not name.endswith(STATIC)):
+            return ""
+        what = f'admission webhook "{name}"'
+        why = "no webhook configuration the API lists holds it" if seen is False else f"its name ends in {STATIC}"
+    else:
+        return ""
+    return (
+        f"refused by {what}, which is configured from files on the API server (manifest-based admission), not"
+        f" through the API ({why}): it can be neither seen nor changed with kubectl; ask the cluster's"
+        f' administrators. The API server said: "{text}"'
+    )
 
 
 def list_failure(exc: UnfinalizeError, resource: Resource) -> str:
