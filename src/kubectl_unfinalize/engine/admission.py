@@ -109,6 +109,8 @@ class Admission:
         self.refused_in: Counter[str] = Counter()  # the same, by namespace
         self.stuck: set[ObjectRef] = set()  # objects a dead webhook refused
         self._configs: list[tuple[ObjectRef, dict[str, Any]]] | None = None
+        self._complete = False  # the last listing read both kinds of configuration
+        self._relisted: set[str] = set()  # webhook names the configurations were listed again for
 
     def blocking(self, ref: ObjectRef, operation: str) -> DeadWebhook | None:
         """The dead webhook that refuses this write, if one is known (no request)."""
@@ -162,11 +164,18 @@ class Admission:
                 if not webhook.removed:
                     self._report(webhook)
                 return webhook
-            if self.removed and not any(
-                h.get("name") == name for _, c in self._configs for h in c.get("webhooks") or []
-            ):
+            if self.removed and not self._holds(name):
                 return _GOING  # in a configuration this run deleted, which the API server still calls
         return None
+
+    def listed(self, name: str) -> bool | None:
+        """Whether a webhook of that name is in a configuration the API lists (else it is
+        configured from files on the API server); None when that cannot be told."""
+        with self.lock:
+            if name not in self._relisted and (self._configs is None or not self._holds(name)):
+                self._configs = self._list()  # again for a name it lacks: a configuration created since
+                self._relisted.add(name)
+            return self._holds(name) if self._complete and not self.removed else None
 
     def begin_pass(self) -> None:
         self.refusals.clear()
@@ -194,13 +203,18 @@ class Admission:
 
     def _list(self) -> list[tuple[ObjectRef, dict[str, Any]]]:
         configs: list[tuple[ObjectRef, dict[str, Any]]] = []
+        self._complete = True
         for resource in CONFIGURATIONS:
             try:
                 for page in self.cluster.list_objects(resource, ListQuery()):
                     configs += [(ObjectRef(resource, str(c["metadata"]["name"])), c) for c in page]
             except ApiError:
+                self._complete = False
                 continue  # not allowed to read them: the refusals are then reported as they come
         return configs
+
+    def _holds(self, name: str) -> bool:
+        return any(h.get("name") == name for _, c in self._configs or [] for h in c.get("webhooks") or [])
 
     def _entries(self, name: str, resource: Resource, operation: str) -> list[tuple[ObjectRef, dict[str, Any]]]:
         """Webhook entries of that name (unique only within a configuration) whose rules

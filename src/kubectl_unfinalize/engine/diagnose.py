@@ -6,28 +6,88 @@ first few examples, so a diagnosis of a huge CRD costs no more memory than a pag
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from .. import finalizers
 from ..errors import ApiError, DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
-from ..model import CRD, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
+from ..model import CRD, CRD_RESOURCE, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
 from ..options import Options
 from .outcomes import OutcomeBook
 
 EXAMPLES = 5
 CONDITIONS = ("Terminating", "NamesAccepted", "Established")
+STATIC = ".static.k8s.io"  # the names of admission objects loaded from files; the API refuses them
+_POLICY = re.compile(r"\b((?:Validating|Mutating)AdmissionPolicy) '([^']+)'")
+_WEBHOOK = re.compile(r'(?:admission webhook|failed calling webhook) "([^"]+)"')
 
 
-def explain(exc: UnfinalizeError, verb: str, resource: Resource) -> str:
-    """One line on why `verb` failed, from the server's Status rather than its wording."""
+def explain(
+    exc: UnfinalizeError, verb: str, resource: Resource, listed: Callable[[str], bool | None] | None = None
+) -> str:
+    """One line on why `verb` failed, from the server's Status rather than its wording.
+    `listed(name)`: whether an admission webhook of that name is in a configuration the
+    API lists (None when that cannot be read)."""
+    if isinstance(exc, ApiError) and (hidden := _hidden_admission(exc, listed)):
+        return hidden
     if isinstance(exc, Forbidden):
         return f"forbidden: cannot {verb} {resource.qualified} (RBAC or admission): {exc}"
+    if isinstance(exc, Invalid) and resource != CRD_RESOURCE and (fields := _failing_fields(exc)):
+        return (
+            f"invalid: the object fails its current schema ({'; '.join(f'{f}: {m}' for f, m in fields)}); without"
+            " validation ratcheting (Kubernetes before 1.30, or a rule that does not ratchet) the API server refuses"
+            " every write to an object that fails it, even one that only removes finalizers: fix"
+            f" {'that field' if len(fields) == 1 else 'those fields'} on the object, or relax the schema (a custom"
+            " resource's CRD), and run again"
+        )
     if isinstance(exc, Invalid) and (exc.reason == "Invalid" or exc.causes or "denied" in str(exc)):
         by = "an admission webhook" if "webhook" in str(exc) else "admission"
         return f"rejected by {by}: {exc}"
     if isinstance(exc, ApiError):
         return f"{exc.status} {exc.reason}: {exc}"
     return str(exc)
+
+
+def _failing_fields(exc: Invalid) -> list[tuple[str, str]]:
+    """(field, message) from a 422's causes when each names a field of the object outside
+    its metadata (which is all a finalizer patch writes): the schema refuses the object as
+    it is, not the patch. [] otherwise."""
+    causes = [c for c in exc.details.get("causes") or [] if isinstance(c, dict)]
+    fields = [(str(c.get("field") or ""), str(c.get("message") or c.get("reason") or "")) for c in causes]
+    if exc.status != 422 or not fields or any(not f or f.startswith("metadata.") for f, _ in fields):
+        return []
+    return fields
+
+
+def _hidden_admission(exc: ApiError, listed: Callable[[str], bool | None] | None) -> str:
+    """The line for a refusal by a webhook or policy no configuration the API lists holds:
+    admission configured from files on the API server (manifest-based, alpha in 1.36),
+    whose objects' names end in STATIC (a suffix the API refuses). "" for any other."""
+    text = str(exc)
+    if found := _POLICY.search(text):
+        kind, name = found.group(1), found.group(2)
+        if not name.endswith(STATIC):
+            return ""
+        what, why = f"{kind} '{name}'", f"its name ends in {STATIC}, which the API refuses"
+    elif found := _WEBHOOK.search(text):
+        name = found.group(1)
+        try:
+            seen = listed(name) if listed is not None else None
+        except UnfinalizeError:  # the listing failed (unreachable, out of time): the name alone decides
+            seen = None
+        if seen or (seen is None and not name.endswith(STATIC)):
+            return ""
+        what = f'admission webhook "{name}"'
+        why = "no webhook configuration the API lists holds it" if seen is False else f"its name ends in {STATIC}"
+    else:
+        return ""
+    return (
+        f"refused by {what}, which is configured from files on the API server (manifest-based admission), not"
+        f" through the API ({why}): it can be neither seen nor changed with kubectl; ask the cluster's"
+        f' administrators. The API server said: "{text}"'
+    )
 
 
 def list_failure(exc: UnfinalizeError, resource: Resource) -> str:

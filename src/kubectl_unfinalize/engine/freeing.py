@@ -153,7 +153,7 @@ class Freer:
             self._admission.count_refusal(ref)
             self._failed(ref, verb, str(exc))
         except UnfinalizeError as exc:
-            self._failed(ref, verb, diagnose.explain(exc, verb, ref.resource))
+            self._failed(ref, verb, diagnose.explain(exc, verb, ref.resource, self._admission.listed))
         except Exception as exc:  # noqa: BLE001 - contained: one object's bug must not lose the report
             self._failed(ref, verb, f"unexpected {type(exc).__name__}: {exc}")
         return False
