@@ -16,7 +16,9 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,6 +40,11 @@ _STARTUP_KEY = pytest.StashKey[float]()
 
 
 def pytest_configure(config):
+    # Every run the tests start writes a record: into a folder of this session's, never the
+    # user's own state (each fixture's environment, and tests that build one from os.environ).
+    state = tempfile.mkdtemp(prefix="unfinalize-test-state-")
+    os.environ["XDG_STATE_HOME"] = state
+    config.add_cleanup(lambda: shutil.rmtree(state, ignore_errors=True))
     config.addinivalue_line("markers", "integration: needs a Kubernetes API server (started automatically)")
     config.addinivalue_line(
         "markers",

@@ -63,6 +63,14 @@ def test_the_record_and_the_audit_log_agree_write_for_write(api_client, make_crd
     assert len(freed) == 60 and all(x["removed"] == [HOLD] and x["uid"] for x in freed)
     manifests = [x for x in lines if x["type"] == "crd"]
     assert [m["name"] for m in manifests] == [crd.name] and manifests[0]["manifest"]["spec"]["group"] == crd.group
+    crd_reads = [
+        e
+        for e in audit.events()
+        if e["verb"] == "get"
+        and e["objectRef"].get("name") == crd.name
+        and not e["user"]["username"].startswith("system:")
+    ]
+    assert crd_reads == []  # the manifest came with the DELETE's answer: no read for the record
 
 
 def test_undo_puts_back_every_removed_finalizer_and_keeps_a_controllers(

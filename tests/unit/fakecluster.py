@@ -321,7 +321,7 @@ class FakeCluster:
         if dry_run is DryRun.NONE:
             _merge(self.specs.setdefault(ref.name, {}), body)
 
-    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
+    def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
         assert dry_run is not DryRun.CLIENT, "a client dry run must not send a DELETE"
         self._call("delete", ref)
         stored = self.objects.get(ref)

@@ -147,6 +147,6 @@ def _summarize(report: Report, quiet: bool) -> None:
     if not quiet:
         if deleting := deleting_line(report):
             err(deleting)
-        err(summary_line(report))
         if report.record:
             err(f"record: {report.record} (history --last shows it; undo --last puts back what can be)")
+        err(summary_line(report))  # the last line: what scripts and people read first

@@ -304,8 +304,8 @@ class Guarded:
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         return self._admission.write(meta.ref, "UPDATE", lambda: self._cluster.patch_finalizers(meta, keep, dry_run))
 
-    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
-        answer = self._admission.write(ref, "DELETE", lambda: self._cluster.delete(ref, dry_run))
+    def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
+        answer = self._admission.write(ref, "DELETE", lambda: self._cluster.delete(ref, dry_run, whole))
         self._admission.note_deleted(ref, answer)
         return answer
 

@@ -60,13 +60,17 @@ class Recorded:
         self._cap.take(meta.ref)
         return self._cluster.patch_finalizers(meta, keep, dry_run)
 
-    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
+    def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
+        """A CRD's manifest comes whole with its DELETE's answer (its cleanup finalizer keeps
+        it there), so keeping it costs no read; another object's body (--backup) is read first."""
         self._cap.take(ref)
-        before = ""
-        if dry_run is DryRun.NONE:
-            before = self._keep_before(ref, "crd" if ref.resource == CRD_RESOURCE else "backup")
-        answer = self._cluster.delete(ref, dry_run)
-        if answer is not None and dry_run is DryRun.NONE:
+        crd = ref.resource == CRD_RESOURCE
+        recording = dry_run is DryRun.NONE
+        before = self._keep_before(ref, "backup") if recording and not crd else ""
+        answer = self._cluster.delete(ref, dry_run, whole=whole or (crd and recording and self._journal.wants("crd")))
+        if answer is not None and recording:
+            if crd and answer.body:
+                self._journal.keep("crd", ref, answer.body)
             left = answer.remaining.finalizers if answer.remaining is not None else ()
             self._journal.wrote(Write("delete", ref, answer.uid, before, answer.version, finalizers=left))
         return answer

@@ -170,7 +170,7 @@ class HttpCluster:
             return None
         return obj
 
-    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None:
+    def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
         """None when it was already gone."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
         query = None
@@ -179,7 +179,11 @@ class HttpCluster:
             body["dryRun"] = ["All"]  # with a body, the API server reads DeleteOptions from it only
         try:
             answer = self._request(
-                "DELETE", ref.resource.path(ref.namespace, ref.name), query=query, body=body, accept=METADATA_OBJECT
+                "DELETE",
+                ref.resource.path(ref.namespace, ref.name),
+                query=query,
+                body=body,
+                accept="application/json" if whole else METADATA_OBJECT,
             )
         except NotFound as exc:
             if exc.ambiguous:  # the connection dropped after the server took the first DELETE
@@ -190,7 +194,7 @@ class HttpCluster:
             return Deleted(str((answer.get("details") or {}).get("uid") or ""), None)
         meta = ObjectMeta.from_dict(ref.resource, answer)
         still_there = meta.terminating and bool(meta.finalizers)
-        return Deleted(meta.uid, meta if still_there else None, meta.resource_version)
+        return Deleted(meta.uid, meta if still_there else None, meta.resource_version, answer if whole else None)
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         """keep=None removes every finalizer with a merge patch, which is idempotent. Keeping

@@ -59,6 +59,7 @@ class Deleted:
     uid: str
     remaining: ObjectMeta | None
     version: str = ""
+    body: dict[str, Any] | None = None  # the whole object as the DELETE answered it (delete(whole=True))
 
 
 class Cluster(Protocol):
@@ -96,7 +97,10 @@ class Cluster(Protocol):
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None: ...
 
-    def delete(self, ref: ObjectRef, dry_run: DryRun) -> Deleted | None: ...
+    def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
+        """whole=True: the answer's whole object in Deleted.body (a CRD's manifest for the
+        record, with no read before the delete)."""
+        ...
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         """The resourceVersion the patch left the object at ("" when the server did not say)."""
