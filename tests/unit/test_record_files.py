@@ -345,3 +345,12 @@ def test_a_record_under_a_file_says_that_the_path_is_a_file(tmp_path: Path) -> N
     RecordWriter(tmp_path / "crd.yaml" / "run.jsonl", warnings.append, header()).write({"type": "write"})
     assert warnings == [f"cannot write the record {tmp_path}/crd.yaml/run.jsonl: {tmp_path}/crd.yaml is a file, "
                         "not a folder; the run goes on without it"]  # fmt: skip
+
+
+def test_the_default_folder_keeps_the_newest_records_only(tmp_path: Path) -> None:
+    from kubectl_unfinalize.records.place import prune
+
+    for i in range(5):
+        write_record(tmp_path / f"2026120{i}-000000-0000.jsonl")
+    prune(tmp_path, keep=3)
+    assert [p.name[:8] for p in record_files(tmp_path)] == ["20261204", "20261203", "20261202"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 SUFFIX = ".jsonl"
 NONE = "none"  # --record=none: this run writes no record
+KEEP = 200  # records kept in the default folder: a test suite's teardowns write one each, every run
 
 
 def state_dir() -> Path:
@@ -47,3 +48,13 @@ def record_files(folder: Path | None = None) -> list[Path]:
     except OSError:
         return []
     return sorted(files, key=lambda p: p.name, reverse=True)
+
+
+def prune(folder: Path, keep: int = KEEP) -> None:
+    """The default folder keeps the newest `keep` records (as kubectl rollout history keeps
+    revisionHistoryLimit): one more run never fills a disk. A folder the user names is theirs."""
+    for old in record_files(folder)[keep:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass  # another run pruned it, or it is not ours to remove: never the run's failure

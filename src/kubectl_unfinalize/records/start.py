@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .._version import __version__
 from ..journal import NO_JOURNAL, Journal
 from ..model import Action, Report
 from ..options import DryRun, Options, Selection
-from .place import new_id, path_for
+from .place import new_id, path_for, prune, state_dir
 from .run_journal import RecordJournal, open_journal
 
 
@@ -50,6 +51,8 @@ def finish(journal: Journal, counts: dict[str, int], ok: bool, seconds: float) -
     if not isinstance(journal, RecordJournal):
         return ""
     journal.finish(counts, ok, seconds)
+    if journal.path and Path(journal.path).parent == state_dir():
+        prune(state_dir())
     return journal.path
 
 
