@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from .options import ConnectionOptions, DryRun, Options, Selection
     from .record_api import history, read_record, undo
     from .records.model import RecordSummary, UndoItem, UndoReport
-    from .scanning.model import Fix, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
+    from .scanning.model import Fix, FreedCall, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
+    from .scanning.remedy import Scope
 
 __all__ = [
     "Action",
@@ -36,6 +37,7 @@ __all__ = [
     "ConnectionOptions",
     "DryRun",
     "Fix",
+    "FreedCall",
     "Group",
     "IncompleteError",
     "InputError",
@@ -48,6 +50,7 @@ __all__ = [
     "Report",
     "ScanOptions",
     "ScanReport",
+    "Scope",
     "Selection",
     "State",
     "Targets",
@@ -77,6 +80,8 @@ _HOMES = {
     "State": "scanning.model",
     "Manager": "scanning.model",
     "Fix": "scanning.model",
+    "FreedCall": "scanning.model",
+    "Scope": "scanning.remedy",
     "TerminatingCrd": "scanning.model",
     "TerminatingNamespace": "scanning.model",
     "ConnectionOptions": "options",
