@@ -95,3 +95,18 @@ def test_a_stuck_terminating_crd_no_object_explains_is_deleted_as_its_command_sa
     crd = TerminatingCrd("gone.op.example.com", 60.0, 0, "Webhook", stuck=True)
     assert calls(crds=[crd]) == [{"crds": ["gone.op.example.com"], "delete": True, "only_terminating": True}]
     assert calls(crds=[crd], narrowing=Narrowing(namespaces=("test-*",))) == []
+
+
+def test_a_stuck_namespace_is_deleted_and_waited_on_only_when_all_it_holds_is_freed():
+    from kubectl_unfinalize import TerminatingNamespace
+
+    ns = TerminatingNamespace("test-1", 60.0, [], [], [], stuck=True)
+    dead = group("configmaps", finalizer="dead.example.com/x", namespaces=("test-1",))
+    report = ScanReport(groups=[dead], namespaces=[ns])
+    assert plan(report, EVERYTHING, 5.0)[-1].kwargs == {
+        "namespaces": ["test-1"], "delete": True, "only_terminating": True, "finalizers": ["dead.example.com/x"]
+    }  # fmt: skip
+    working = group("secrets", state=State.WORKING, finalizer="op.example.com/y", namespaces=("test-1",))
+    report = ScanReport(groups=[dead, working], namespaces=[ns])
+    assert [c.resource for c in plan(report, EVERYTHING, 5.0)] == ["configmaps"]
+    assert plan(ScanReport(groups=[dead], namespaces=[ns]), Narrowing(exclude_namespaces=("test-*",)), 5.0) == []

@@ -12,8 +12,12 @@ type (per namespace when namespaces are narrowed), all of the type's stuck final
 once, so an object is patched once.
 
 A stuck Terminating namespace is freed through what holds it: its stuck groups inside and
-its own stuck metadata.finalizers, never `ns NAME --delete` (that frees every finalizer
-inside, a working controller's too); an unavailable APIService is named, never deleted.
+its own stuck metadata.finalizers. When every group held inside is one this plan frees, it
+is also `ns NAME --delete --finalizer F...` (F: those groups' finalizers), which waits
+until it is gone, so the scan after it finds it gone rather than Terminating for a moment
+more; otherwise (a working controller's objects inside too) never, since that would free
+that controller's finalizer where it shares F. An unavailable APIService is named, never
+deleted.
 A stuck Terminating CRD that no group of objects explains (objects without finalizers,
 a dead conversion webhook) gets `crd NAME --delete`, as its printed command.
 
@@ -117,12 +121,37 @@ def plan(
     calls: list[Call] = []
     for resource, groups in sorted(by_resource.items()):
         calls += _calls(resource, groups, scope, going, report.namespace)
+    calls += _namespaces(report, scope, grace, include_blocked)
     explained = {g.crd for g in report.groups if g.crd and g.terminating}
     for crd in report.crds:  # stuck with no held object to blame: as its printed command
         if crd.stuck and crd.name not in explained and not scope.narrowed and scope.covers_crd(crd):
             if not scope.finalizers:
                 calls.append(Call({"crds": [crd.name], "delete": True, "only_terminating": True}, crd.name))
     return calls
+
+
+def _namespaces(report: ScanReport, scope: Scope, grace: float, include_blocked: bool) -> list[Call]:
+    calls = []
+    for namespace in report.namespaces:
+        if not namespace.stuck or namespace.apiservices or not scope.namespace(namespace.name):
+            continue
+        inside = [g for g in report.groups if g.terminating and _holds(g, namespace.name)]
+        if inside and all(freeable(g, scope, grace, include_blocked) for g in inside):
+            finalizers = sorted({g.finalizer for g in inside})
+            kwargs = {
+                "namespaces": [namespace.name],
+                "delete": True,
+                "only_terminating": True,
+                "finalizers": finalizers,
+            }
+            calls.append(Call(kwargs, "namespaces", tuple(inside)))
+    return calls
+
+
+def _holds(group: Group, namespace: str) -> bool:
+    if group.resource == "namespaces":
+        return any(name == namespace for _, name in group.names)
+    return namespace in group.namespaces
 
 
 def _calls(resource: str, groups: list[Group], scope: Scope, going: set[str], listed: str | None) -> list[Call]:
