@@ -63,8 +63,11 @@ def scan_and_free(
         if options.free is None:
             return report
         freed, record = free_stuck(transport, report, options, deadline, warn)
-        if freed and options.free.dry_run is DryRun.NONE:
-            report = look()
+        if freed and options.free.dry_run is DryRun.NONE and not (deadline.interrupted or deadline.expired()):
+            try:  # else no time for it: the scan before, with what was freed (never lost)
+                report = look()
+            except UnfinalizeError as exc:
+                report.not_scanned.append(f"the scan after the frees: {exc}")
         report.freed, report.record = freed, record
         return report
 
