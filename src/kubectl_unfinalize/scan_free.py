@@ -98,11 +98,17 @@ def free_stuck(
     if not calls:
         return [], ""
     cluster = HttpCluster(transport, deadline)
-    runs = []
+    runs, gone = [], []
     for call in calls:
         selection, run_options = request(call, free, options.chunk_size)
         Engine.prepare(cluster, run_options, Targets(crds=declared_crds(selection, [])))
-        targets = resolve(cluster, selection, [], run_options.namespace or transport.namespace)
+        try:
+            targets = resolve(cluster, selection, [], run_options.namespace or transport.namespace)
+        except InputError as exc:  # a CRD gone since the scan: nothing of it to free
+            gone.append(
+                FreedCall(call.resource, [], list(call.groups), Report(dry_run=free.dry_run, skipped=[str(exc)]))
+            )
+            continue
         runs.append((call, run_options, targets))
     _refuse_over_cap(cluster, free, runs)
     journal = start(
@@ -134,7 +140,7 @@ def free_stuck(
         record = finish(journal, dict(counts), ok, time.monotonic() - started)
     if raised is not None and not any(f.report and f.report.count(Action.UNFINALIZED) for f in freed):
         raise raised
-    return freed, record
+    return freed + gone, record
 
 
 def _capped(options: Options, limit: int | None, counts: Counter[str]) -> Options:
