@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from .record_api import history, read_record, undo
     from .records.model import RecordSummary, UndoItem, UndoReport
     from .records.reading import Record
-    from .scanning.model import Fix, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
+    from .scanning.model import Fix, FreedCall, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
+    from .scanning.remedy import Scope
 
 __all__ = [
     "Action",
@@ -37,6 +38,7 @@ __all__ = [
     "ConnectionOptions",
     "DryRun",
     "Fix",
+    "FreedCall",
     "Group",
     "IncompleteError",
     "InputError",
@@ -50,6 +52,7 @@ __all__ = [
     "Report",
     "ScanOptions",
     "ScanReport",
+    "Scope",
     "Selection",
     "State",
     "Targets",
@@ -79,6 +82,8 @@ _HOMES = {
     "State": "scanning.model",
     "Manager": "scanning.model",
     "Fix": "scanning.model",
+    "FreedCall": "scanning.model",
+    "Scope": "scanning.remedy",
     "TerminatingCrd": "scanning.model",
     "TerminatingNamespace": "scanning.model",
     "ConnectionOptions": "options",

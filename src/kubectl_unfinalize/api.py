@@ -215,6 +215,15 @@ def scan(
     concurrency: int = 16,
     chunk_size: int = 500,
     timeout: float | None = None,
+    free: bool = False,
+    finalizers: Sequence[str] = (),
+    exclude_namespaces: Sequence[str] = (),
+    namespaces: Sequence[str] = (),
+    groups: Sequence[str] = (),
+    include_blocked: bool = False,
+    dry_run: DryRun | str | None = None,
+    max_objects: int | None = None,
+    record: str | None = None,
     kubeconfig: str | None = None,
     context: str | None = None,
     connection: ConnectionOptions | None = None,
@@ -237,9 +246,18 @@ def scan(
     finalizers and are not being deleted (never stuck). `timeout` (default 300 s) bounds
     the whole call, the wait included. Raises ConfigError/ClusterError when the cluster
     cannot be read at all; a type that cannot be listed is a line in `not_scanned`.
+
+    free=True frees what this scan judges stuck (scanning.remedy's rules: only objects
+    being deleted, only the stuck finalizers; `include_blocked` adds blocked groups; a
+    built-in controller's finalizer only when `finalizers` names it), in the scope of
+    `finalizers`, `namespaces` and `groups` (shell patterns of namespaces and API groups)
+    and `exclude_namespaces` (patterns), with one record (`record` as unfinalize's), then
+    scans again: the report is that second scan, `report.freed` what each call did and
+    `report.record` the record. `max_objects` refuses (InputError, nothing changed) when
+    all the calls together would change more; `dry_run` ("server", "client") frees nothing.
     """
     from .scanning.evidence import GRACE
-    from .scanning.options import ScanOptions
+    from .scanning.options import ScanOptions, free_options
 
     if connection is not None and (kubeconfig or context):
         raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
@@ -252,25 +270,26 @@ def scan(
         grace=GRACE if grace is None else grace,
         timeout=timeout,
         wait=wait,
+        free=free_options(
+            free, namespaces, groups, finalizers, exclude_namespaces, include_blocked, dry_run, max_objects, record
+        ),
     )
     connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
     return run_scan(options, connection, interrupt=interrupt)
 
 
 def run_scan(
-    options: ScanOptions, connection: ConnectionOptions, *, interrupt: threading.Event | None = None
+    options: ScanOptions,
+    connection: ConnectionOptions,
+    *,
+    interrupt: threading.Event | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> ScanReport:
-    """scan() over options already made (the command line makes them from its flags)."""
-    from .kube.metadata import MetadataCluster
-    from .scanning.settle import settle
-    from .scanning.survey import scan as survey
+    """scan() over options already made (the command line makes them from its flags);
+    with options.free, the frees on the same connection, then a scan again (scan_free.py)."""
+    from .scan_free import scan_and_free
 
-    with connect(connection) as transport:
-        deadline = Deadline(options.deadline_seconds, interrupt)
-        cluster = MetadataCluster(transport, deadline)
-        if not options.wait:
-            return survey(cluster, options)
-        return settle(lambda: survey(cluster, options), options.grace, deadline.remaining, deadline.interrupt.wait)
+    return scan_and_free(options, connection, interrupt, on_warning or _warn)
 
 
 def names(kind: str, connection: ConnectionOptions, *, namespace: str | None = None, limit: int = 500) -> list[str]:

@@ -14,7 +14,8 @@ import entry_points
 import pytest
 import yaml  # noqa: F401 - imported before pytester's in-process sessions, which drop modules they imported
 
-from kubectl_unfinalize import Action, Group, InputError, Outcome, Report, ScanReport, State, api
+from kubectl_unfinalize import Action, FreedCall, Group, InputError, Outcome, Report, ScanReport, Scope, State, api
+from kubectl_unfinalize.scanning.remedy import plan
 
 pytest_plugins = ["pytester"]
 
@@ -56,8 +57,10 @@ def group(resource="children.op.example.com", state=State.STUCK, finalizer=KOPF,
 
 class FakeApi:
     """The public API as the plugin sees it. Before the tests ran (a file the inner test
-    writes says so) a scan returns `leftover`; after, `teardown` until unfinalize() freed
-    it; every unfinalize() writes the file a session fixture's teardown waits for."""
+    writes says so) a scan returns `leftover`; after, `teardown` until a call freed it.
+    scan(free=True) frees through the real plan (scanning.remedy), one unfinalize-like
+    call per planned call (kept in `calls`); every call writes the file a session
+    fixture's teardown waits for."""
 
     def __init__(self, tmp_path: Path, leftover=(), teardown=()):
         self.ran, self.freed_file = tmp_path / "tests-ran", tmp_path / "freed"
@@ -65,29 +68,43 @@ class FakeApi:
         self.scans: list[dict] = []
         self.calls: list[dict] = []
 
-    def scan(self, **kwargs):
-        self.scans.append(dict(kwargs, kubeconfig=os.environ.get("KUBECONFIG"), after_tests=self.ran.exists()))
+    def _look(self):
         if not self.ran.exists():
             return ScanReport(groups=list(self.leftover), types=9)
         return ScanReport(groups=[] if self.freed_file.exists() else list(self.teardown), types=9)
 
-    def unfinalize(self, **kwargs):
-        self.calls.append(dict(kwargs, after_tests=self.ran.exists()))
-        held = self.teardown if self.ran.exists() else self.leftover
+    def scan(self, **kwargs):
+        self.scans.append(dict(kwargs, kubeconfig=os.environ.get("KUBECONFIG"), after_tests=self.ran.exists()))
+        report = self._look()
+        if not kwargs.get("free"):
+            return report
+        scope = Scope(tuple(kwargs["namespaces"]), tuple(kwargs["groups"]), tuple(kwargs["finalizers"]))
+        planned = plan(report, scope, kwargs["grace"], settle=True)
+        count = sum(len(g.names) for call in planned for g in call.groups)
+        if kwargs.get("max_objects") is not None and count > kwargs["max_objects"]:
+            self.calls += [dict(call.kwargs, refused=True, max_objects=kwargs["max_objects"]) for call in planned]
+            raise InputError(f"scan --free would change {count} objects, more than --max-objects")
+        freed = [FreedCall(call.resource, call.kwargs["finalizers"], list(call.groups), self.unfinalize(call))
+                 for call in planned]  # fmt: skip
+        after = self._look()
+        after.freed, after.record = freed, f"/records/{len(self.scans)}.jsonl" if freed else ""
+        return after
+
+    def unfinalize(self, call):
+        self.calls.append(dict(call.kwargs, after_tests=self.ran.exists()))
         outcomes = [
-            Outcome(g.kind.lower(), name, Action.UNFINALIZED, ns, [g.finalizer]) for g in held for ns, name in g.names
+            Outcome(g.kind.lower(), name, Action.UNFINALIZED, ns, [g.finalizer])
+            for g in call.groups
+            for ns, name in g.names
         ]
-        if len(outcomes) > kwargs.get("max_objects", len(outcomes)):
-            raise InputError(f"the selection holds {len(outcomes)} objects, more than --max-objects")
         self.freed_file.write_text("freed")
-        return Report(outcomes=outcomes, record=f"/records/{len(self.calls)}.jsonl")
+        return Report(outcomes=outcomes)
 
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch, pytester):
     fake = FakeApi(tmp_path)
     monkeypatch.setattr(api, "scan", fake.scan)
-    monkeypatch.setattr(api, "unfinalize", fake.unfinalize)
     monkeypatch.setenv("TESTS_RAN", str(fake.ran))
     monkeypatch.setenv("FREED", str(fake.freed_file))
     monkeypatch.setenv("HANG", "20")  # seconds: what "forever" is here
@@ -153,8 +170,7 @@ def test_free_frees_during_the_session_teardown_with_kubeconfig_read_then(pytest
     result.assert_outcomes(passed=1)
     assert result.ret == 0
     assert cluster.calls == [
-        {"crds": ["children.op.example.com"], "only_terminating": True, "finalizers": [KOPF], "timeout": 60.0,
-         "after_tests": True},
+        {"crds": ["children.op.example.com"], "only_terminating": True, "finalizers": [KOPF], "after_tests": True},
     ]  # fmt: skip
     start, *later = cluster.scans
     assert not start["after_tests"] and start["kubeconfig"].endswith("before-the-session")
@@ -172,7 +188,7 @@ def test_free_frees_during_the_session_teardown_with_kubeconfig_read_then(pytest
         ]
     )
     result.stdout.fnmatch_lines(
-        ["records (kubectl unfinalize history; undo ID puts back what one freed): /records/1.jsonl"]
+        ["records (kubectl unfinalize history; undo ID puts back what one freed): /records/*.jsonl"]
     )
 
 
@@ -182,7 +198,7 @@ def test_the_session_cap_refuses_a_call_that_would_free_more(pytester, installed
     result = pytester.runpytest("--unfinalize=free", "-p", "no:cacheprovider")
     assert [call["max_objects"] for call in cluster.calls] == [2] * len(cluster.calls) and cluster.calls
     assert not cluster.freed_file.exists()  # refused before it wrote
-    result.stdout.fnmatch_lines(["could not free: unfinalize children.op.example.com: the selection holds 3 objects*"])
+    result.stdout.fnmatch_lines(["could not free: scan --free: not sent, unfinalize_max_objects 2: *3 objects*"])
 
 
 def test_a_cap_that_is_not_a_number_is_a_usage_error(pytester, installed):

@@ -20,6 +20,17 @@ from kubectl_unfinalize.cli.main import build_parser, main
         (["crd", "x", "-o", "wide"], "apply to scan only"),
         (["crd", "x", "--all"], "apply to scan only"),
         (["ns", "x", "--older-than", "1m"], "apply to scan only"),
+        (["scan", "--free", "-o", "name"], "scan --free prints -o text, wide, json or yaml"),
+        (["scan", "--free", "--all"], "--all does not apply"),
+        (["scan", "--free", "--delete"], "--delete do not apply"),
+        (["scan", "--free", "--max-objects", "-1"], "--max-objects"),
+        (["scan", "--free", "--max-objects", "ten"], "invalid number 'ten'"),
+        (["scan", "--free", "--backup"], "--backup and --last do not apply to scan --free"),
+        (["scan", "--include-blocked"], "apply to scan --free"),
+        (["scan", "--exclude-namespace", "kube-*"], "apply to scan --free"),
+        (["scan", "--max-objects", "3"], "do not apply to scan"),
+        (["crd", "x", "--free"], "apply to scan only"),
+        (["crd", "x", "--exclude-namespace", "a"], "apply to scan --free"),
     ],
 )
 def test_scan_usage_errors(argv, message, capsys, monkeypatch):

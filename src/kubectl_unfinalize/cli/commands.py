@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..options import ConnectionOptions, Options, Selection
-from ..scanning.options import ScanOptions
+from ..scanning.options import ScanOptions, free_options
 from .connection_flags import to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, UsageError, build_parser, normalize_argv
 from .process import err
@@ -99,7 +99,10 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
     word = args.words[0].lower() if args.words else None  # the command word: classified here, once
     try:
         if word in SCAN_WORDS:
-            _no_record_flags(args, "scan")
+            if not args.free:
+                _no_record_flags(args, "scan")
+            elif args.backup or args.last:
+                raise UsageError("--backup and --last do not apply to scan --free")
             return ScanCommand(_scan_options(args), to_connection_options(args, log=err), output)
         if word in HISTORY_WORDS + UNDO_WORDS:
             return _record_command(args, word, output)
@@ -150,6 +153,17 @@ def _scan_options(args: argparse.Namespace) -> ScanOptions:
         chunk_size=args.chunk_size,
         timeout=args.timeout,
         wait=bool(args.wait),
+        free=free_options(
+            args.free,
+            (),
+            (),
+            args.finalizer,
+            args.exclude_namespace,
+            args.include_blocked,
+            args.dry_run,
+            args.max_objects,
+            args.record,
+        ),
     )
 
 
@@ -175,8 +189,10 @@ def _run_options(args: argparse.Namespace, word: str | None) -> tuple[Selection,
 
 def _check_run(args: argparse.Namespace, word: str | None) -> None:
     """The combinations only a command line can get wrong, in the order they are reported."""
-    if args.output == "wide" or args.older_than or args.include_live:
-        raise UsageError("-o wide, --older-than and --all apply to scan only")
+    if args.output == "wide" or args.older_than or args.include_live or args.free:
+        raise UsageError("-o wide, --older-than, --all and --free apply to scan only")
+    if args.include_blocked or args.exclude_namespace:
+        raise UsageError("--include-blocked and --exclude-namespace apply to scan --free")
     if args.category and (args.filename or (word is not None and word not in CRD_WORDS)):
         raise UsageError("--category applies to crd")
     if word in NAMESPACE_WORDS:

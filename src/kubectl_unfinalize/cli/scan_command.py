@@ -3,6 +3,7 @@ stuck, 3 while something is pending (never 0 for what was deleted moments ago an
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from typing import TYPE_CHECKING
@@ -20,9 +21,14 @@ def scan(command: ScanCommand) -> int:
     from .scan_output import render, stderr_lines
 
     interrupt = threading.Event()
+    options = command.options
+    if options.free is not None:  # what the record's header says was run
+        line = " ".join(["kubectl unfinalize", *sys.argv[1:]])
+        options = dataclasses.replace(options, free=dataclasses.replace(options.free, command=line))
     with signals_stop(interrupt) as stop:
         try:
-            report = run_scan(command.options, command.connection, interrupt=interrupt)
+            warned = {"on_warning": err} if options.free is not None else {}
+            report = run_scan(options, command.connection, interrupt=interrupt, **warned)
         except UnfinalizeError:
             if interrupt.is_set():
                 raise Stopped(stop.signum) from None

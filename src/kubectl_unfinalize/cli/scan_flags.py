@@ -59,7 +59,18 @@ scan commands: crd NAME --delete for a Terminating CRD's objects; crd NAME
 --finalizer F for other types; ns NAME --delete for a namespace, after kubectl delete
 apiservice NAME for an unavailable APIService; a built-in finalizer only ever with
 --finalizer. One finalizer across many CRDs is one command for them all: crd --group G
-or --category C where that selects exactly them, else their names."""
+or --category C where that selects exactly them, else their names.
+
+scan --free [-n NS|-A] [--older-than D] [--finalizer F]... [--exclude-namespace PATTERN]...
+[--include-blocked] [--wait] [--dry-run=server|client] [--max-objects N] [--record PATH]
+frees what the same scan judges stuck, as its commands would, in one run with one record:
+only objects being deleted, only the stuck finalizers; never what is working, alive,
+pending or blocked (blocked with --include-blocked), nor a built-in controller's finalizer
+unless --finalizer names it (--finalizer also narrows it to those finalizers). A stuck
+namespace is freed through what holds it, never by freeing everything inside; an
+unavailable APIService is named, never deleted. Then it scans again and exits as the gate
+(0, 1, 3). --max-objects N refuses before the first write (exit 2) when all the frees
+together would change more. -o json|yaml adds `freed` and `record`."""
 
 
 def add_scan_flags(group: argparse._ArgumentGroup) -> None:
@@ -76,17 +87,54 @@ def add_scan_flags(group: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="scan: also list objects that have finalizers but are not being deleted",
     )
+    group.add_argument(
+        "--free",
+        action="store_true",
+        help="scan: free what the scan judges stuck (only objects being deleted, only the stuck finalizers; "
+        "a built-in controller's only when --finalizer names it), in one run with one record, then scan "
+        "again and exit as the gate does; with --wait, wait out what is pending first",
+    )
+    group.add_argument(
+        "--include-blocked",
+        action="store_true",
+        help="scan --free: also free blocked groups (a live controller that says it cannot finish)",
+    )
+    group.add_argument(
+        "--exclude-namespace",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="scan --free: never free objects in namespaces matching this shell pattern (repeatable)",
+    )
 
 
 def scan_problem(args: argparse.Namespace) -> str:
     """Why these flags cannot go with scan, or ""."""
     if args.words[1:]:
         return f"scan takes no names (got {' '.join(args.words[1:])!r}); narrow it with -n NAMESPACE"
+    if args.free:
+        return _free_problem(args)
+    if args.include_blocked or args.exclude_namespace:
+        return "--include-blocked and --exclude-namespace apply to scan --free"
     used = [flag for dest, flag in NOT_FOR_SCAN.items() if getattr(args, dest)]
     if args.dry_run != "none":
         used.append("--dry-run")
     if used:
-        return f"scan reads only: {', '.join(used)} do not apply"
+        return f"scan reads only: {', '.join(used)} do not apply (scan --free takes --finalizer and --dry-run)"
     if args.output == "name":
         return "scan prints -o text, wide, json or yaml, not name"
+    return ""
+
+
+def _free_problem(args: argparse.Namespace) -> str:
+    """scan --free takes --finalizer, --dry-run, --max-objects and --record besides scan's own."""
+    used = [flag for dest, flag in NOT_FOR_SCAN.items() if dest != "finalizer" and getattr(args, dest)]
+    if used:
+        return f"scan --free frees what the scan judges stuck: {', '.join(used)} do not apply"
+    if args.include_live:
+        return "scan --free frees only objects being deleted: --all does not apply"
+    if args.output == "name":
+        return "scan --free prints -o text, wide, json or yaml, not name"
+    if any(not p.strip() for p in args.exclude_namespace):
+        return "--exclude-namespace needs a pattern"
     return ""

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 
 from ..durations import ago, format_seconds
 from ..finalizers import CRD_CLEANUP
+from ..model import Action
 from ..scanning.model import Group, ScanReport
 
 SHOWN_NAMESPACES = 3
+SHOWN_FAILURES = 10
 ALIVE = (
     "its controller is alive and still writing: freeing skips the cleanup it cannot finish (fix the cause if you can)"
 )
@@ -102,8 +104,32 @@ def _fix(commands: list[str] | None) -> Iterator[str]:
         yield f"    free: {command}"
 
 
+def freed_lines(report: ScanReport) -> Iterator[str]:
+    """scan --free: what each planned call did, then where its record is."""
+    for call in report.freed or ():
+        done = call.report
+        if done is None:
+            continue
+        would = "would free" if done.dry_run.value != "none" else "freed"
+        counted = (
+            done.count(Action.UNFINALIZED) + done.count(Action.DELETED) if would == "freed" else len(done.outcomes)
+        )
+        failed = f", {done.failures} failed" if done.failures else ""
+        yield f"{would} {counted} {call.resource} ({', '.join(call.finalizers) or 'the CRD'}){failed}"
+        for outcome in done.failed[:SHOWN_FAILURES]:
+            where = f"{outcome.namespace}/" if outcome.namespace else ""
+            yield f"  could not free {where}{outcome.name}: {outcome.message}"
+        if done.error:
+            yield f"  {done.error}"
+    if report.freed is not None and not report.freed:
+        yield "freed nothing: nothing in scope was judged stuck"
+    if report.record:
+        yield f"record: {report.record} (kubectl unfinalize history; undo ID puts back what it freed)"
+
+
 def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
     """`waited`: scan --wait was asked for (report.waited is how long it took)."""
+    yield from freed_lines(report)
     for line in report.not_scanned:
         yield f"not scanned: {line}"
     counts = {"stuck": len(report.stuck), "blocked": len(report.blocked), "pending": len(report.pending)}

@@ -107,6 +107,16 @@ def over_cap(cluster: Cluster, options: Options, targets: Targets) -> None:
     limit = options.max_objects
     if limit is None or options.dry_run is not DryRun.NONE:
         return
+    count = changes(cluster, options, targets)
+    if count > limit:
+        raise InputError(
+            f"the selection holds {count} objects this run would change, more than --max-objects {limit};"
+            " nothing was changed"
+        )
+
+
+def changes(cluster: Cluster, options: Options, targets: Targets) -> int:
+    """How many objects a run of `targets` would change now (scan --free adds its calls')."""
     count = 0
     query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
     for crd in targets.crds:
@@ -117,11 +127,7 @@ def over_cap(cluster: Cluster, options: Options, targets: Targets) -> None:
         meta = cluster.get_meta(ref)
         count += meta is not None and (options.delete or _changes(options, meta))
     count += len(targets.namespaces) if options.delete else 0
-    if count > limit:
-        raise InputError(
-            f"the selection holds {count} objects this run would change, more than --max-objects {limit};"
-            " nothing was changed"
-        )
+    return count
 
 
 def _changes(options: Options, meta: ObjectMeta) -> bool:

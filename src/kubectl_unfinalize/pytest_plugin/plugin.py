@@ -28,7 +28,7 @@ import pytest
 from .. import ScanReport
 from .settings import Settings, add_options, read
 from .summary import Verdict, judge, lines
-from .teardown import Ledger, Teardown, free, look
+from .teardown import Ledger, Teardown, look
 
 __all__ = ["pytest_addoption", "pytest_configure"]
 NAME = "unfinalize-session"
@@ -65,9 +65,7 @@ class PluginSession:
         self.session = session
         self.distributed = self.config.pluginmanager.has_plugin("dsession")
         if self.settings.frees:
-            report = look(self.settings, self.ledger, "start")
-            if report is not None:
-                free(report, self.settings, self.ledger, "start")
+            look(self.settings, self.ledger, "start", free=True)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -103,10 +101,7 @@ class PluginSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """After pytest's own session finish, which tore down what the last test had not."""
         self.teardown.stop()
-        final = look(self.settings, self.ledger, "end", wait=True)
-        if final is not None and self.settings.frees and free(final, self.settings, self.ledger, "end"):
-            final = look(self.settings, self.ledger, "end")
-        self.final = final
+        self.final = final = look(self.settings, self.ledger, "end", wait=True, free=self.settings.frees)
         self.verdict = judge(self.settings, self.ledger, final)
         if self.verdict.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

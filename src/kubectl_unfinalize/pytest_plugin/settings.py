@@ -11,11 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
 import pytest
 
-from .. import Group, TerminatingCrd, TerminatingNamespace
+from .. import Scope
 
 MODES = ("report", "free", "strict")
 DEFAULT_GRACE = 5.0  # a test operator that is alive removes its finalizer within a second or two
@@ -76,50 +75,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("unfinalize_finalizers", "finalizer names (see --unfinalize-finalizer)", type="args", default=[])
 
 
-def api_group(group: Group) -> str:
-    """`example.com` of `example.com/v1`; "" for the core group (`v1`)."""
-    return group.api_version.rsplit("/", 1)[0] if "/" in group.api_version else ""
-
-
-@dataclass(frozen=True)
-class Narrowing:
-    """What the plugin may look at and touch; empty: everything."""
-
-    namespaces: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    finalizers: tuple[str, ...] = ()
-
-    def namespace(self, name: str | None) -> bool:
-        if not self.namespaces:
-            return True
-        return name is not None and any(fnmatchcase(name, p) for p in self.namespaces)
-
-    def names(self, group: Group) -> list[tuple[str | None, str]]:
-        """The group's (namespace, name) pairs scan kept that are in scope; a Namespace's own
-        name is its namespace."""
-        if group.resource == "namespaces":
-            return [(ns, name) for ns, name in group.names if self.namespace(name)]
-        return [(ns, name) for ns, name in group.names if self.namespace(ns)]
-
-    def in_namespaces(self, group: Group) -> list[str]:
-        """The group's namespaces in scope (a namespace scan did not name is left out)."""
-        return [ns for ns in group.namespaces if not ns.startswith("... ") and self.namespace(ns)]
-
-    def covers(self, group: Group) -> bool:
-        if self.finalizers and group.finalizer not in self.finalizers:
-            return False
-        if self.groups and not any(fnmatchcase(api_group(group), p) for p in self.groups):
-            return False
-        if not self.namespaces:
-            return True
-        return bool(self.in_namespaces(group) if group.namespaced else self.names(group))
-
-    def covers_crd(self, crd: TerminatingCrd) -> bool:
-        group = crd.name.split(".", 1)[1] if "." in crd.name else ""
-        return not self.groups or any(fnmatchcase(group, p) for p in self.groups)
-
-    def covers_namespace(self, namespace: TerminatingNamespace) -> bool:
-        return not self.groups and not self.finalizers and self.namespace(namespace.name)
+Narrowing = Scope  # what the plugin may look at and touch (patterns of namespaces and API groups, finalizers)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The plugin's work on the cluster, through the public API only: a scan, then the
-unfinalize(...) calls plan.py chose, and what came of them kept in a Ledger.
+"""The plugin's work on the cluster, through the public API only: a scan that frees what
+it judges stuck (`scan(free=True)`, the same code as `kubectl unfinalize scan --free`), and
+what came of it kept in a Ledger.
 
 While the session tears down, the work runs on a thread of its own (Teardown): the main
 thread is then inside a fixture's teardown, often blocked in `kubectl delete -f crds/`
@@ -20,13 +21,12 @@ from typing import Any
 
 import kubectl_unfinalize
 
-from .. import Action, ClusterError, ConfigError, Report, ScanReport, UnfinalizeError
-from .plan import Call, plan
+from .. import Action, ClusterError, ConfigError, FreedCall, InputError, ScanReport, UnfinalizeError
 from .settings import Settings
 
 POLL = 1.0  # seconds between looks during the teardown, at least
 SCAN_TIMEOUT = 30.0  # an unreachable cluster delays the session by at most this, at start and at the end
-CALL_TIMEOUT = 60.0
+CALL_TIMEOUT = 60.0  # added to a scan's when it frees
 SHOWN = 20  # object names kept per group for the summary
 
 
@@ -62,10 +62,18 @@ class Ledger:
     def objects_freed(self, *phases: str) -> int:
         return sum(f.count for f in self.freed.values() if not phases or f.phase in phases)
 
-    def record(self, phase: str, call: Call, report: Report) -> None:
+    def record(self, phase: str, scan: ScanReport) -> None:
         with self.lock:
-            if report.record:
-                self.records.append(report.record)
+            if scan.record:
+                self.records.append(scan.record)
+        for call in scan.freed or ():
+            self._call(phase, call)
+
+    def _call(self, phase: str, call: FreedCall) -> None:
+        report = call.report
+        if report is None:
+            return
+        with self.lock:
             for outcome in report.outcomes:
                 name = f"{outcome.namespace}/{outcome.name}" if outcome.namespace else outcome.name
                 if outcome.action is Action.UNFINALIZED:
@@ -90,13 +98,34 @@ class Ledger:
 
 
 def look(
-    settings: Settings, ledger: Ledger, phase: str, wait: bool = False, interrupt: threading.Event | None = None
+    settings: Settings,
+    ledger: Ledger,
+    phase: str,
+    wait: bool = False,
+    interrupt: threading.Event | None = None,
+    free: bool = False,
 ) -> ScanReport | None:
-    """One scan with the settings' grace (wait: until nothing is pending); None when the
-    cluster could not be read, which the ledger keeps (not when `interrupt` cut it short)."""
-    timeout = SCAN_TIMEOUT + (settings.grace if wait else 0.0)
+    """One scan with the settings' grace (wait: until nothing is pending; free: freeing
+    what it judges stuck in the settings' scope, within the session's cap, then scanning
+    again); None when the cluster could not be read, which the ledger keeps (not when
+    `interrupt` cut it short)."""
+    timeout = SCAN_TIMEOUT + (settings.grace if wait else 0.0) + (CALL_TIMEOUT if free else 0.0)
+    asked: dict[str, Any] = {}
+    if free:
+        scope, cap = settings.narrowing, settings.max_objects
+        left = None if cap is None else max(0, cap - ledger.objects_freed())
+        asked = {"free": True, "namespaces": scope.namespaces, "groups": scope.groups, "finalizers": scope.finalizers}
+        asked["max_objects"] = left
     try:
-        report = kubectl_unfinalize.scan(grace=settings.grace, wait=wait, timeout=timeout, interrupt=interrupt)
+        try:
+            report = kubectl_unfinalize.scan(
+                grace=settings.grace, wait=wait, timeout=timeout, interrupt=interrupt, **asked
+            )
+        except InputError as exc:  # the session's cap: nothing was freed; what is held is still worth a look
+            if not free:
+                raise
+            ledger.failed(f"scan --free: not sent, unfinalize_max_objects {settings.max_objects}: {exc}")
+            return look(settings, ledger, phase, wait, interrupt)
     except (ConfigError, ClusterError) as exc:
         if interrupt is None or not interrupt.is_set():
             ledger.cannot_reach(phase, exc)
@@ -105,27 +134,8 @@ def look(
         ledger.failed(f"scan: {exc}")
         return None
     ledger.reached.add(phase)
+    ledger.record(phase, report)
     return report
-
-
-def free(report: ScanReport, settings: Settings, ledger: Ledger, phase: str) -> int:
-    """Send the calls plan() chose for `report`; the number of objects freed."""
-    before = ledger.objects_freed(phase)
-    for call in plan(report, settings.narrowing, settings.grace, settle=phase == "start"):
-        cap = None if settings.max_objects is None else settings.max_objects - ledger.objects_freed()
-        if cap is not None and cap <= 0:
-            ledger.failed(
-                f"unfinalize {call.resource}: not sent, unfinalize_max_objects {settings.max_objects} reached"
-            )
-            continue
-        try:
-            capped: dict[str, Any] = {} if cap is None else {"max_objects": cap}
-            result = kubectl_unfinalize.unfinalize(**call.kwargs, **capped, timeout=CALL_TIMEOUT)
-        except UnfinalizeError as exc:
-            ledger.failed(f"unfinalize {call.resource}: {exc}")
-            continue
-        ledger.record(phase, call, result)
-    return ledger.objects_freed(phase) - before
 
 
 class Teardown:
@@ -151,9 +161,7 @@ class Teardown:
         while not self.stopping.is_set():
             started = time.monotonic()
             try:
-                report = look(self.settings, self.ledger, "teardown", interrupt=self.stopping)
-                if report is not None and not self.stopping.is_set():
-                    free(report, self.settings, self.ledger, "teardown")
+                look(self.settings, self.ledger, "teardown", interrupt=self.stopping, free=True)
             except Exception as exc:  # noqa: BLE001 - a thread that dies says nothing: say it in the summary
                 self.ledger.failed(f"unexpected {type(exc).__name__} during the teardown: {exc}")
             self.stopping.wait(max(POLL, 3 * (time.monotonic() - started)))

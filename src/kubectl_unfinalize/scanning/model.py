@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import IncompleteError
+from ..model import Action, Report
 
 SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
 
@@ -204,6 +205,26 @@ class Fix:
 
 
 @dataclass
+class FreedCall:
+    """What a freeing scan did with one planned call (remedy.plan): the finalizers it
+    removed from which groups, and the run's Report (None when it was not sent)."""
+
+    resource: str
+    finalizers: list[str]
+    groups: list[Group]
+    report: Report | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        report = self.report or Report(error="not sent")
+        failed = [f"{o.namespace + '/' if o.namespace else ''}{o.name}: {o.message}" for o in report.failed]
+        return {"resource": self.resource, "finalizers": list(self.finalizers),
+                "verdicts": sorted({g.state.value for g in self.groups}),
+                "unfinalized": report.count(Action.UNFINALIZED), "deleted": report.count(Action.DELETED),
+                "failed": report.failures, "failures": failed[:20], "ok": report.ok, "error": report.error,
+                "dryRun": report.dry_run.value != "none"}  # fmt: skip
+
+
+@dataclass
 class ScanReport:
     """Everything `scan` found. A CI gate fails on `stuck`, on `blocked` (a live controller
     that says it cannot finish) and on `pending` (deleted moments ago and held, with no
@@ -224,6 +245,8 @@ class ScanReport:
     include_live: bool = False  # --all
     older_than: float = 0.0
     waited: float = 0.0  # seconds spent re-scanning while something was pending (wait=True)
+    freed: list[FreedCall] | None = None  # free=True: what was freed before this (the scan after it)
+    record: str = ""  # free=True: the one record of the frees ("" for none: a dry run, nothing sent)
 
     @property
     def stuck(self) -> list[Group | TerminatingCrd | TerminatingNamespace]:
@@ -284,7 +307,7 @@ class ScanReport:
             "crds": [c.to_dict() for c in self.crds],
             "namespaces": [n.to_dict() for n in self.namespaces],
             "fixes": [f.to_dict() for f in self.fixes],
-        }
+        } | ({} if self.freed is None else {"freed": [f.to_dict() for f in self.freed], "record": self.record})
 
 
 def _stuck_line(item: Group | TerminatingCrd | TerminatingNamespace) -> str:

@@ -1,4 +1,4 @@
-"""What the pytest plugin frees from one scan (pytest_plugin/plan.py): only stuck
+"""What scan --free (and the pytest plugin) frees from one scan (scanning/remedy.py): only stuck
 deletions in scope, a built-in controller's finalizer only when named, one call per type
 (per namespace when namespaces are narrowed) with every stuck finalizer of the type."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from test_plugin_modes import KOPF, group
 
 from kubectl_unfinalize import ScanReport, State, TerminatingCrd
-from kubectl_unfinalize.pytest_plugin.plan import plan
-from kubectl_unfinalize.pytest_plugin.settings import Narrowing
+from kubectl_unfinalize.scanning.remedy import Scope as Narrowing
+from kubectl_unfinalize.scanning.remedy import plan
 
 PVC = "kubernetes.io/pvc-protection"
 EVERYTHING = Narrowing()
@@ -42,7 +42,7 @@ def test_other_types_by_name_per_namespace_and_namespaces_by_name():
          "finalizers": ["dead.example.com/x"]},
     ]  # fmt: skip
     spaces = group("namespaces", finalizer="op.example.com/ns", namespaced=False, names=[(None, "test-1")])
-    assert calls(spaces) == [{"namespaces": ["test-1"], "finalizers": ["op.example.com/ns"]}]
+    assert calls(spaces) == [{"namespaces": ["test-1"], "only_terminating": True, "finalizers": ["op.example.com/ns"]}]
 
 
 def test_a_builtin_finalizer_only_when_named_and_past_the_grace():
@@ -73,3 +73,40 @@ def test_at_session_start_a_terminating_crd_is_waited_on_until_gone():
         {"crds": ["children.op.example.com"], "only_terminating": True, "finalizers": [KOPF], "delete": True}
     ]
     assert calls(group(), settle=True)[0].get("delete") is None  # a CRD that stays is not deleted
+
+
+def test_blocked_only_when_asked_and_excluded_namespaces_stay_untouched():
+    blocked = group("configmaps", state=State.BLOCKED, finalizer="op.example.com/x", namespaces=("a",))
+    assert calls(blocked) == []
+    report = ScanReport(groups=[blocked])
+    assert [c.kwargs["names"] for c in plan(report, EVERYTHING, 5.0, include_blocked=True)] == [["obj-0"]]
+    spread = group("configmaps", finalizer="dead.example.com/x", namespaces=("kube-system", "app"))
+    assert [c["namespace"] for c in calls(spread, narrowing=Narrowing(exclude_namespaces=("kube-*",)))] == ["app"]
+    crd = group(namespaces=("kube-system", "app"))
+    assert [c["namespace"] for c in calls(crd, narrowing=Narrowing(exclude_namespaces=("kube-system",)))] == ["app"]
+
+
+def test_a_scan_of_one_namespace_frees_a_crd_type_in_that_namespace_only():
+    report = ScanReport(groups=[group()], namespace="ns-a")
+    assert [c.kwargs.get("namespace") for c in plan(report, EVERYTHING, 5.0)] == ["ns-a"]
+
+
+def test_a_stuck_terminating_crd_no_object_explains_is_deleted_as_its_command_says():
+    crd = TerminatingCrd("gone.op.example.com", 60.0, 0, "Webhook", stuck=True)
+    assert calls(crds=[crd]) == [{"crds": ["gone.op.example.com"], "delete": True, "only_terminating": True}]
+    assert calls(crds=[crd], narrowing=Narrowing(namespaces=("test-*",))) == []
+
+
+def test_a_stuck_namespace_is_deleted_and_waited_on_only_when_all_it_holds_is_freed():
+    from kubectl_unfinalize import TerminatingNamespace
+
+    ns = TerminatingNamespace("test-1", 60.0, [], [], [], stuck=True)
+    dead = group("configmaps", finalizer="dead.example.com/x", namespaces=("test-1",))
+    report = ScanReport(groups=[dead], namespaces=[ns])
+    assert plan(report, EVERYTHING, 5.0)[-1].kwargs == {
+        "namespaces": ["test-1"], "delete": True, "only_terminating": True, "finalizers": ["dead.example.com/x"]
+    }  # fmt: skip
+    working = group("secrets", state=State.WORKING, finalizer="op.example.com/y", namespaces=("test-1",))
+    report = ScanReport(groups=[dead, working], namespaces=[ns])
+    assert [c.resource for c in plan(report, EVERYTHING, 5.0)] == ["configmaps"]
+    assert plan(ScanReport(groups=[dead], namespaces=[ns]), Narrowing(exclude_namespaces=("test-*",)), 5.0) == []
