@@ -44,59 +44,73 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
         return
     fixes = {fix.finalizer: fix.commands for fix in report.fixes}
     if report.groups:
-        width = max(max(len(g.resource) for g in report.groups) + 2, 18)
-        yield f"{'FINALIZER / RESOURCE':<{width + 2}} {'COUNT':>6}  {'OLDEST':<7} {'NAMESPACES':<28} VERDICT"
-        finalizer, owed = None, None  # the fix of the finalizer under way, printed after its stuck groups
-        for group in sorted(report.groups, key=lambda g: (g.finalizer, not g.stuck, g.resource)):
-            if group.finalizer != finalizer or not group.stuck:
-                yield from _fix(owed)
-                owed = None
-            if group.finalizer != finalizer:
-                finalizer = group.finalizer
-                owed = fixes.get(finalizer)
-                yield f"{finalizer}  (owner: {group.owner.split('; ')[0]})"
-            oldest = ago(group.oldest_seconds) if group.terminating else "-"
-            yield (
-                f"  {group.resource:<{width}} {group.count:>6}  {oldest:<7} {_namespaces(group):<28} {group.verdict}"
-            )
-            if wide:
-                yield f"      owner: {group.owner}"
-                for item in group.evidence:
-                    yield f"      evidence: {item}"
-                for manager in group.managers:
-                    yield (
-                        f"      manager {manager.name}: finalizer on {manager.objects},"
-                        f" written {manager.finalizer_write}, last write {manager.last_write},"
-                        f" {manager.writes_after_deletion} written after deletion"
-                    )
-                yield f"      objects: {', '.join(group.sample)}" + (" ..." if group.count > len(group.sample) else "")
-            if group.blocked and group.commands:
-                yield f"      warning: {ALIVE}"
-            if not (group.stuck and group.finalizer in fixes):
-                yield from (f"      free: {command}" for command in group.commands)
-        yield from _fix(owed)
+        yield from _groups(report, fixes, wide)
     if report.crds:
         yield ""
-        width = max(len(c.name) for c in report.crds) + 2
-        yield f"{'CRD (Terminating)':<{width}} {'AGE':<6} {'OBJECTS':>8}  {'CONVERSION':<11} VERDICT"
-        for crd in report.crds:
-            conversion = crd.conversion + (f" ({crd.webhook})" if wide and crd.webhook else "")
-            instances = str(crd.instances) if crd.instances >= 0 else "?"
-            yield f"{crd.name:<{width}} {ago(crd.seconds):<6} {instances:>8}  {conversion:<11} {crd.verdict}"
-            if not (crd.stuck and CRD_CLEANUP in fixes):
-                yield from (f"      free: {command}" for command in crd.commands)
-        yield from _fix(fixes.get(CRD_CLEANUP))
+        yield from _crds(report, fixes, wide)
     if report.namespaces:
         yield ""
-        width = max(len(n.name) for n in report.namespaces) + 2
-        yield f"{'NAMESPACE (Terminating)':<{max(width, 25)}} {'AGE':<6} VERDICT"
-        for ns in report.namespaces:
-            yield f"{ns.name:<{max(width, 25)}} {ago(ns.seconds):<6} {ns.verdict}"
-            if wide:
-                for condition in ns.conditions:
-                    yield f"      condition {condition}"
-            for command in ns.commands:
-                yield f"      free: {command}"
+        yield from _namespace_lines(report, wide)
+
+
+def _groups(report: ScanReport, fixes: dict[str, list[str]], wide: bool) -> Iterator[str]:
+    width = max(max(len(g.resource) for g in report.groups) + 2, 18)
+    yield f"{'FINALIZER / RESOURCE':<{width + 2}} {'COUNT':>6}  {'OLDEST':<7} {'NAMESPACES':<28} VERDICT"
+    finalizer, owed = None, None  # the fix of the finalizer under way, printed after its stuck groups
+    for group in sorted(report.groups, key=lambda g: (g.finalizer, not g.stuck, g.resource)):
+        if group.finalizer != finalizer or not group.stuck:
+            yield from _fix(owed)
+            owed = None
+        if group.finalizer != finalizer:
+            finalizer = group.finalizer
+            owed = fixes.get(finalizer)
+            yield f"{finalizer}  (owner: {group.owner.split('; ')[0]})"
+        oldest = ago(group.oldest_seconds) if group.terminating else "-"
+        yield f"  {group.resource:<{width}} {group.count:>6}  {oldest:<7} {_namespaces(group):<28} {group.verdict}"
+        if wide:
+            yield from _wide(group)
+        if group.blocked and group.commands:
+            yield f"      warning: {ALIVE}"
+        if not (group.stuck and group.finalizer in fixes):
+            yield from (f"      free: {command}" for command in group.commands)
+    yield from _fix(owed)
+
+
+def _wide(group: Group) -> Iterator[str]:
+    yield f"      owner: {group.owner}"
+    for item in group.evidence:
+        yield f"      evidence: {item}"
+    for manager in group.managers:
+        yield (
+            f"      manager {manager.name}: finalizer on {manager.objects},"
+            f" written {manager.finalizer_write}, last write {manager.last_write},"
+            f" {manager.writes_after_deletion} written after deletion"
+        )
+    yield f"      objects: {', '.join(group.sample)}" + (" ..." if group.count > len(group.sample) else "")
+
+
+def _crds(report: ScanReport, fixes: dict[str, list[str]], wide: bool) -> Iterator[str]:
+    width = max(len(c.name) for c in report.crds) + 2
+    yield f"{'CRD (Terminating)':<{width}} {'AGE':<6} {'OBJECTS':>8}  {'CONVERSION':<11} VERDICT"
+    for crd in report.crds:
+        conversion = crd.conversion + (f" ({crd.webhook})" if wide and crd.webhook else "")
+        instances = str(crd.instances) if crd.instances >= 0 else "?"
+        yield f"{crd.name:<{width}} {ago(crd.seconds):<6} {instances:>8}  {conversion:<11} {crd.verdict}"
+        if not (crd.stuck and CRD_CLEANUP in fixes):
+            yield from (f"      free: {command}" for command in crd.commands)
+    yield from _fix(fixes.get(CRD_CLEANUP))
+
+
+def _namespace_lines(report: ScanReport, wide: bool) -> Iterator[str]:
+    width = max(max(len(n.name) for n in report.namespaces) + 2, 25)
+    yield f"{'NAMESPACE (Terminating)':<{width}} {'AGE':<6} VERDICT"
+    for ns in report.namespaces:
+        yield f"{ns.name:<{width}} {ago(ns.seconds):<6} {ns.verdict}"
+        if wide:
+            for condition in ns.conditions:
+                yield f"      condition {condition}"
+        for command in ns.commands:
+            yield f"      free: {command}"
 
 
 def _fix(commands: list[str] | None) -> Iterator[str]:
