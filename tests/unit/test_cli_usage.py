@@ -151,3 +151,11 @@ def test_ns_selects_namespaces_by_name_or_label_and_crd_stays_crds():
     assert by_label.options.label_selector is None  # -l picked the namespaces, not what is inside
     crds = run(["crd", "-l", "team=x"]).selection
     assert crds.crd_selector == "team=x" and not crds.namespaces
+
+
+def test_every_epilog_paragraph_opens_with_a_one_line_heading():
+    """packaging/build-man.py makes each paragraph of --help's epilog a man page section
+    named by the text before its first colon: a heading over two lines broke the build."""
+    for paragraph in build_parser().epilog.strip().split("\n\n"):
+        heading = paragraph.partition(":")[0]
+        assert heading.strip() and "\n" not in heading, paragraph[:120]

@@ -61,9 +61,9 @@ apiservice NAME for an unavailable APIService; a built-in finalizer only ever wi
 --finalizer. One finalizer across many CRDs is one command for them all: crd --group G
 or --category C where that selects exactly them, else their names.
 
-scan --free [-n NS|-A] [--older-than D] [--finalizer F]... [--exclude-namespace PATTERN]...
-[--include-blocked] [--wait] [--dry-run=server|client] [--max-objects N] [--record PATH]
-frees what the same scan judges stuck, as its commands would, in one run with one record:
+scan --free: scan --free [-n NS|-A] [--older-than D] [--finalizer F]... [--exclude-namespace
+PATTERN]... [--include-blocked] [--wait] [--dry-run=server|client] [--max-objects N]
+[--record PATH] frees what the same scan judges stuck, as its commands would, in one run with one record:
 only objects being deleted, only the stuck finalizers; never what is working, alive,
 pending or blocked (blocked with --include-blocked), nor a built-in controller's finalizer
 unless --finalizer names it (--finalizer also narrows it to those finalizers). A stuck
