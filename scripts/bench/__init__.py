@@ -9,6 +9,8 @@ throughput.py  cases 2-4: throughput and the far cluster against the ceiling, th
 sizes.py       cases 8-10: big objects against the ceiling, growth of the tool by N, objects as kubectl
                apply leaves them against the ceiling and kubectl
 provider.py    case 11: a cloud provider's CRDs (hundreds, schemas of tens of KB), tool, ceiling and kubectl
+records.py     case 12: what a run's record costs, and --backup
+scan.py        cases 5 and 13: scan against the lister; scan --free against the scan plus the frees
 report.py      tables for people, one JSON document (--json) for programs (scripts/bench_compare.py)
 cli.py         the flags and the order of the cases
 """

@@ -23,6 +23,8 @@
 10. last-applied: 2,000 objects as `kubectl apply` leaves them (a unique 100 KiB
    last-applied-configuration, JSON escaped on the wire), in 20 namespaces: the tool against
    the ceiling and against kubectl (`patch -f objects.yaml`), peak RSS of each (sizes.py).
+13. scan-free: `scan --free` on the scan section's shape of stuck objects against the scan plus
+   the frees (`crd --group G --only-terminating`) on an identical population (scan.py).
 12. records: `crd NAME` on 10,000 objects with and without its record, and `--delete` with and
    without --backup: time, peak RSS and record bytes per object (records.py; --records-n).
 11. provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
@@ -81,6 +83,7 @@ SECTIONS = [
     "last-applied",
     "provider",
     "records",
+    "scan-free",
 ]
 
 

@@ -16,6 +16,10 @@ from .measure import Sample, log, measure, med
 from .peers import Peers, build_program
 from .report import Report
 
+# scanning.evidence.GRACE (tests/unit/test_bench_constants.py holds them equal): deleted longer
+# ago than this and held with no writer, an object is stuck, not pending
+GRACE = 30
+
 CONCURRENCY = 16  # lists in flight, for both (scan's default)
 
 
@@ -114,5 +118,44 @@ def run(
             " lister: bench/lister (client-go: discovery, every type listed metadata-only), 16 lists at once each.",
             "targets: tool/lister <= 2, tool RSS < 150 MiB.",
         ],
+    )
+    report.save()
+
+
+def free_case(
+    report: Report, kube: Kube, peers: Peers, kubeconfig: str, namespaces: list[str], types: int, per_type: int
+) -> None:
+    """Section `scan-free`: `scan --free` on TYPES x PER_TYPE stuck objects (deleted, held,
+    no writer, older than scan's grace) against what it replaces, on an identical second
+    population: the scan (`scan -o json`) plus the frees (`crd --group G --only-terminating`).
+    The acceptance: scan --free costs at most the two together."""
+    env = peers.env_for(kubeconfig)
+    timings: dict[str, float] = {}
+    for case in ("free", "scan+frees"):
+        crds = populate(kube, namespaces, types, per_type)
+        time.sleep(GRACE + 1)  # until scan judges them stuck, not pending
+        if case == "free":
+            sample = measure([str(peers.plugin), "scan", "--free", "-q", "--timeout", "30m"], env)
+            timings["free"] = sample.seconds
+            log(f"  scan-free: scan --free {sample.seconds:.2f}s (exit {sample.rc}), {sample.rss_mib:.0f} MiB")
+        else:
+            scan = tool_run(peers, env, crds, per_type)
+            frees = measure([str(peers.plugin), "crd", "--group", crds[0].group, "--only-terminating", "-q"], env)
+            if frees.rc:
+                raise SystemExit(f"crd --group failed ({frees.rc}): {frees.stderr[-2000:]}")
+            timings["scan"], timings["frees"] = scan.seconds, frees.seconds
+            log(f"  scan-free: scan {scan.seconds:.2f}s + frees {frees.seconds:.2f}s")
+        left = sum(kube.count(crd)[0] for crd in crds)
+        if left:
+            raise SystemExit(f"scan-free: {case} left {left} objects")
+        measure([str(peers.plugin), "crd", "--group", crds[0].group, "--delete", "-q", "--timeout", "30m"], env)
+    ratio = report.figure("scan_free.ratio", timings["free"] / (timings["scan"] + timings["frees"]))
+    for key, value in timings.items():
+        report.figure(f"scan_free.{key}_seconds", value)
+    report.table(
+        f"13. scan --free: {types * per_type} stuck objects in {types} CRDs, against scan plus the frees",
+        ["scan --free s", "scan s", "frees s", "free/(scan+frees)"],
+        [[f"{timings['free']:.2f}", f"{timings['scan']:.2f}", f"{timings['frees']:.2f}", f"{ratio:.2f}"]],
+        ["frees: crd --group G --only-terminating on an identical population; acceptance: ratio <= 1."],
     )
     report.save()
