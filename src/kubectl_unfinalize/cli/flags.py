@@ -41,7 +41,7 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         f"       {prog} ns [NAME...] [-l SELECTOR] [options]\n"
         f"       {prog} TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR [-n NAMESPACE | -A] [options]\n"
         f"       {prog} -f PATH [-f PATH] [-R] [options]\n"
-        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all] [--wait]\n"
+        f"       {prog} scan [-n NS|-A] [-o text|wide|json|yaml] [--older-than DURATION] [--all] [--wait] [--free]\n"
         f"       {prog} history [ID | --last] [-o text|json|yaml]\n"
         f"       {prog} undo ID | --last [--dry-run=server]",
         description=DESCRIPTION,
