@@ -74,6 +74,7 @@ def test_an_object_the_tightened_schema_refuses(api_client, make_crd, namespace,
         set_schema(api_client, crd, OPEN)  # so that make_crd's teardown can strip the finalizer
 
 
+@pytest.mark.core  # it runs where it applies: on the oldest supported release (make test-version)
 def test_the_refusal_status_names_the_field(api_client, make_crd, namespace, server_minor):
     """What the unit tests of the line take as the server's answer (tests/unit/test_refusal_lines.py)."""
     if server_minor >= 30:
