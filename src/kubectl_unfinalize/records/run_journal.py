@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,10 @@ class RecordJournal:
         if write.leaks:
             with self._lock:
                 self.may_leak += 1
-        self.writer.write(write_line(write))
+        self.writer.write(partial(write_line, write))  # made into a line on the writer's thread
 
     def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
-        self.writer.write(kept_line(kind, ref, body))
+        self.writer.write(partial(kept_line, kind, ref, body))  # compressed there too
 
     def finish(self, counts: dict[str, int], ok: bool, seconds: float) -> None:
         counts = {**counts, "mayLeak": self.may_leak} if self.may_leak else counts
