@@ -194,7 +194,11 @@ def run(
             backups=options.backup,
         )
         engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning, journal)
-        report = engine.run(targets, skipped=targets.missing)
+        try:
+            report = engine.run(targets, skipped=targets.missing)
+        except BaseException:
+            finish(journal, {}, False, 0.0)  # what was written stays on disk, whatever ended the run
+            raise
         report.record = finish(journal, report_counts(report), report.ok, report.seconds)
         return report
 
