@@ -48,24 +48,31 @@ def run(bench: Throughput, n: int, repeat: int, kubeconfig: str, workdir: Path) 
 
 def report(report: Report, results: dict[str, list[tuple[Sample, int]]], n: int, repeat: int) -> None:
     def med(name: str, what: str) -> float:
-        values = [s.seconds if what == "s" else s.rss_mib if what == "rss" else b for s, b in results[name]]
+        values = [
+            s.seconds if what == "s" else s.cpu if what == "cpu" else s.rss_mib if what == "rss" else b
+            for s, b in results[name]
+        ]
         return float(statistics.median(values))
 
     rows = []
     for name in VARIANTS:
-        rows.append([name, f"{med(name, 's'):.2f}", f"{med(name, 'rss'):.1f}", f"{med(name, 'bytes') / max(n, 1):.0f}"])
+        cells = [f"{med(name, 's'):.2f}", f"{med(name, 'cpu'):.2f}", f"{med(name, 'rss'):.1f}"]
+        rows.append([name, *cells, f"{med(name, 'bytes') / max(n, 1):.0f}"])
     time_ratio = report.figure("records.time_record_over_none", med("record", "s") / med("none", "s"))
+    cpu_ratio = report.figure("records.cpu_record_over_none", med("record", "cpu") / med("none", "cpu"))
+    report.doc["cases"]["records"] = {k: [dict(s.to_json(), record_bytes=b) for s, b in v] for k, v in results.items()}
     rss_delta = report.figure("records.rss_record_minus_none_mib", med("record", "rss") - med("none", "rss"))
     backup_s = report.figure("records.backup_seconds_per_object", (med("backup", "s") - med("delete", "s")) / n)
     backup_b = report.figure("records.backup_bytes_per_object", (med("backup", "bytes") - med("delete", "bytes")) / n)
     report.figure("records.record_bytes_per_object", med("record", "bytes") / n)
     report.table(
         f"12. the record's cost, N={n}, median of {repeat}",
-        ["variant", "seconds", "peak RSS MiB", "record bytes/object"],
+        ["variant", "seconds", "CPU s", "peak RSS MiB", "record bytes/object"],
         rows,
         [
             "none: crd NAME --record=none; record: crd NAME; delete: crd NAME --delete; backup: ... --delete --backup",
-            f"record/none time {time_ratio:.3f} (acceptance <= 1.05), peak RSS {rss_delta:+.1f} MiB (acceptance <= 5)",
+            f"record/none time {time_ratio:.3f} (acceptance <= 1.05), CPU {cpu_ratio:.3f},"
+            f" peak RSS {rss_delta:+.1f} MiB (acceptance <= 5)",
             f"--backup costs {backup_s * 1000:.2f} ms and {backup_b:.0f} bytes of record per object deleted",
         ],
     )
