@@ -25,8 +25,9 @@
    the ceiling and against kubectl (`patch -f objects.yaml`), peak RSS of each (sizes.py).
 13. scan-free: `scan --free` on the scan section's shape of stuck objects against the scan plus
    the frees (`crd --group G --only-terminating`) on an identical population (scan.py).
-12. records: `crd NAME` on 10,000 objects with and without its record, and `--delete` with and
-   without --backup: time, peak RSS and record bytes per object (records.py; --records-n).
+12. records: `crd NAME` on 10,000 objects with and without its record (7 pairs, the median of
+   each pair's ratio), and `--delete` with and without --backup: time, CPU, peak RSS and record
+   bytes per object (records.py; --records-n).
 11. provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
    3 Terminating objects each: the tool's `crd -l --delete` (default --timeout) against the
    ceiling and against kubectl (`patch -f` + `delete crd -l`), with the control plane's CPU
@@ -279,9 +280,9 @@ def main(argv: list[str] | None = None) -> int:
             measured = provider.run(kube, peers, env, args.repeat, server, workdir, shape)
             provider.report(report, measured, shape, args.repeat)
         if "records" in args.sections:
-            repeat = max(args.repeat, 3)  # a 5% question: one run each says nothing on a shared machine
+            repeat = max(args.repeat, 3)  # --delete with and without --backup; the record's own pairs: PAIRS
             measured_records = records.run(bench, args.records_n, repeat, kubeconfig, workdir)
-            records.report(report, measured_records, args.records_n, repeat)
+            records.report(report, measured_records, args.records_n)
         if "scan-free" in args.sections:
             scan_section.free_case(report, kube, peers, kubeconfig, namespaces, args.scan_types, args.scan_per_type)
     report.finish()
