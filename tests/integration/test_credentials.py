@@ -39,6 +39,7 @@ import yaml
 from controlplane.token_webhook import SUCCESS_CACHE, TokenWebhook, make_token
 from crdinfo import CrdInfo
 from crs import create_many, snapshot
+from pki import signing_folder
 from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,25 +298,6 @@ status = {{"clientCertificateData": open({cert!r}).read(), "clientKeyData": open
           "expirationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))}}
 print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}}))
 """
-CA_CONFIG = """\
-[ca]
-default_ca = signing
-[signing]
-database = {directory}/index.txt
-new_certs_dir = {directory}
-rand_serial = yes
-default_md = sha256
-policy = any
-unique_subject = no
-x509_extensions = client
-[any]
-organizationName = optional
-commonName = supplied
-[client]
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = clientAuth
-"""
 
 
 def _certificate_plugin(plane: Plane, tmp_path: Path, life: float) -> tuple[dict, Path]:
@@ -323,9 +305,7 @@ def _certificate_plugin(plane: Plane, tmp_path: Path, life: float) -> tuple[dict
     afresh at each run by the control plane's client CA and valid `life` seconds; and the
     file its runs are counted in."""
     issued, pki = tmp_path / "issued", Path(plane.cp.workdir) / "pki"
-    issued.mkdir()
-    (issued / "index.txt").touch()
-    (issued / "ca.cnf").write_text(CA_CONFIG.format(directory=issued))
+    ca_config = signing_folder(issued)
     key, csr = issued / "client.key", issued / "client.csr"
     subprocess.run(
         ["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -334,7 +314,7 @@ def _certificate_plugin(plane: Plane, tmp_path: Path, life: float) -> tuple[dict
     )  # fmt: skip
     runs, script = tmp_path / "plugin-runs", tmp_path / "get-certificate"
     script.write_text(CERT_PLUGIN.format(
-        python=sys.executable, runs=str(runs), life=life, config=str(issued / "ca.cnf"), ca=str(pki / "ca.crt"),
+        python=sys.executable, runs=str(runs), life=life, config=str(ca_config), ca=str(pki / "ca.crt"),
         ca_key=str(pki / "ca.key"), csr=str(csr), cert=str(issued / "client.crt"), key=str(key),
     ))  # fmt: skip
     script.chmod(0o755)

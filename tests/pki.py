@@ -1,4 +1,5 @@
-"""A certificate authority of the unit tests' own, made with openssl (which CI installs)."""
+"""A certificate authority of the tests' own, and client certificates signed by one (the
+control plane's client CA in the integration tests), made with openssl (which CI installs)."""
 
 from __future__ import annotations
 
@@ -35,14 +36,22 @@ extendedKeyUsage = clientAuth
 """
 
 
+def signing_folder(directory: Path) -> Path:
+    """`directory` made ready for `openssl ca -config` with the client-certificate profile
+    above; returns that config file."""
+    directory.mkdir(exist_ok=True)
+    (directory / "index.txt").touch()
+    config = directory / "ca.cnf"
+    config.write_text(CA_CONFIG.format(directory=directory))
+    return config
+
+
 def client_certificate(ca: Path, directory: Path, name: str, valid_from: float, valid_to: float) -> tuple[bytes, bytes]:
     """A client certificate for CN=`name` signed by the CA at `ca` (self_signed_ca's),
     valid between two times (seconds since the epoch, to the second), and its key."""
     import time
 
-    directory.mkdir(exist_ok=True)
-    (directory / "index.txt").touch()
-    (directory / "ca.cnf").write_text(CA_CONFIG.format(directory=directory))
+    signing_folder(directory)
     key, csr, cert = directory / f"{name}.key", directory / f"{name}.csr", directory / f"{name}.crt"
     stamp = lambda t: time.strftime("%y%m%d%H%M%SZ", time.gmtime(t))  # noqa: E731
     for command in (
