@@ -15,6 +15,7 @@ from kubectl_unfinalize.journal import Write
 from kubectl_unfinalize.model import CRD_RESOURCE, ObjectMeta, ObjectRef, Resource
 from kubectl_unfinalize.options import DryRun
 from kubectl_unfinalize.records.entries import FORMAT, kept_line, write_line
+from kubectl_unfinalize.records.mapped import WINDOW
 from kubectl_unfinalize.records.place import new_id, path_for, record_files
 from kubectl_unfinalize.records.reading import counts, find, load
 from kubectl_unfinalize.records.undo import NOT_BACKED_UP, Undo
@@ -52,24 +53,93 @@ def test_a_record_is_private_to_its_user_folder_and_file(tmp_path: Path) -> None
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
-def test_an_answered_write_is_on_disk_within_the_flush_interval_while_the_writer_is_open(tmp_path: Path) -> None:
-    """A run killed by SIGKILL leaves what was answered before its last FLUSH_EVERY
-    seconds: nothing waits longer in memory, and the reporting thread makes no system call."""
+def test_an_answered_write_is_in_the_file_at_once_and_the_end_cuts_the_reserved_rest(tmp_path: Path) -> None:
+    """A run killed by SIGKILL leaves every write answered before it: the line is in the
+    page cache (a mapped window) when write() returns. Until the end the file is padded
+    with zeros, which the reader takes for the end of the record."""
+    path = tmp_path / "r.jsonl"
+    writer = RecordWriter(path, pytest.fail, header())
+    writer.write(write_line(Write("unfinalize", widget("a"), "u1", "1", "2", ("x",), ("x",))))
+    assert path.read_bytes().rstrip(b"\0").count(b"\n") == 2  # read while the writer is still open
+    assert path.stat().st_size == WINDOW
+    record = load(path)
+    assert [w.ref.name for w in record.writes] == ["a"] and record.end is None and not record.cut_short
+    writer.close({"type": "end"})
+    assert b"\0" not in path.read_bytes() and load(path).end == {"type": "end"}
+
+
+def test_a_record_longer_than_a_window_reads_whole(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    writer = RecordWriter(path, pytest.fail, header())
+    big = "x" * 300_000  # lines that straddle the windows' edges
+    for i in range(10):
+        writer.write({"type": "note", "i": i, "pad": big})
+    writer.close({"type": "end"})
+    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [line.get("i") for line in lines[1:-1]] == list(range(10)) and lines[-1] == {"type": "end"}
+    assert path.stat().st_size > 2 * WINDOW
+
+
+def test_a_killed_runs_zeros_end_the_record_and_a_line_cut_before_them_is_cut_short(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    first = json.dumps(header()) + "\n" + json.dumps(write_line(Write("unfinalize", widget("a"), "u1"))) + "\n"
+    path.write_bytes(first.encode() + bytes(4096))
+    record = load(path)
+    assert [w.ref.name for w in record.writes] == ["a"] and not record.cut_short
+    path.write_bytes(first.encode() + b'{"type":"wri' + bytes(4096))
+    record = load(path)
+    assert [w.ref.name for w in record.writes] == ["a"] and record.cut_short
+
+
+def test_a_record_to_a_stream_is_appended_by_the_writer_thread_within_the_flush_interval(tmp_path: Path) -> None:
+    """--record /dev/stdout: a pipe cannot be mapped, and a log file the run's stdout goes
+    to is not cut: the lines are appended, by a thread of the record's own."""
     import time
 
     from kubectl_unfinalize.records.writer import FLUSH_EVERY
 
+    log = tmp_path / "log"
+    log.write_bytes(b"before\n")
+    with log.open("ab") as stdout:
+        path = Path(f"/proc/self/fd/{stdout.fileno()}")
+        writer = RecordWriter(path, pytest.fail, header())
+        writer.write(write_line(Write("unfinalize", widget("a"), "u1", "1", "2", ("x",), ("x",))))
+        deadline = time.monotonic() + 20 * FLUSH_EVERY
+        while log.read_bytes().count(b"\n") < 3 and time.monotonic() < deadline:
+            time.sleep(FLUSH_EVERY / 5)
+        assert log.read_bytes().count(b"\n") == 3  # before, the header, the write: while still open
+        writer.close({"type": "end"})
+    lines = log.read_bytes().splitlines()
+    assert lines[0] == b"before" and json.loads(lines[-1]) == {"type": "end"} and len(lines) == 4
+
+
+def test_a_disk_that_fills_while_the_record_grows_is_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next window is reserved before it is mapped: no space is an OSError there (and a
+    warning), never a SIGBUS when a page of the map is first written."""
+    import errno
+
+    from kubectl_unfinalize.records import mapped
+
+    reserved: list[int] = []
+
+    def fallocate(fd: int, offset: int, length: int) -> None:
+        if offset > 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        reserved.append(length)
+        os.ftruncate(fd, offset + length)
+
+    monkeypatch.setattr(mapped.os, "posix_fallocate", fallocate)
+    warnings: list[str] = []
     path = tmp_path / "r.jsonl"
-    writer = RecordWriter(path, pytest.fail, header())
-    writer.write(write_line(Write("unfinalize", widget("a"), "u1", "1", "2", ("x",), ("x",))))
-    deadline = time.monotonic() + 20 * FLUSH_EVERY
-    while len(path.read_bytes().splitlines()) < 2 and time.monotonic() < deadline:
-        time.sleep(FLUSH_EVERY / 5)
-    assert len(path.read_bytes().splitlines()) == 2  # read while the writer is still open
-    record = load(path)
-    assert [w.ref.name for w in record.writes] == ["a"] and record.end is None
+    writer = RecordWriter(path, warnings.append, header())
+    for i in range(5):
+        writer.write({"type": "note", "i": i, "pad": "x" * 300_000})
     writer.close({"type": "end"})
-    assert load(path).end == {"type": "end"}
+    assert reserved == [WINDOW] and len(warnings) == 1 and "No space" in warnings[0] and str(path) in warnings[0]
+    assert not writer.written
+    assert [line.get("i") for line in map(json.loads, path.read_bytes().rstrip(b"\0").splitlines()[1:])] == [0, 1, 2]
 
 
 def test_a_record_that_cannot_be_written_is_one_warning_and_the_writes_go_on(tmp_path: Path) -> None:

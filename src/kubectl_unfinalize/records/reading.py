@@ -1,6 +1,7 @@
 """Reading a record back: strict about what it is (a file that is not a record, or damaged
 before its last line, is bad input: nothing is undone from a guess), lenient about how it
-ends (a run killed part way leaves a last line cut short: the writes before it count)."""
+ends (a run killed part way leaves a last line cut short, or zeros after its last line:
+the writes before them count)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,11 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bool]]:
                 yield previous[0], _parse(previous[1]), False
             previous = (number, raw)
         if previous is not None:
-            yield previous[0], _parse(previous[1]), not previous[1].endswith(b"\n")
+            # A run killed while its record was open leaves zeros after its last line (the
+            # file grows a reserved window at a time, mapped.py): they end the record.
+            last = previous[1].rstrip(b"\0")
+            if last:
+                yield previous[0], _parse(last), not last.endswith(b"\n")
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:

@@ -1,15 +1,15 @@
 """Writing one record: a header, then one JSON line per write as its answer comes, then a
 trailer.
 
-The writes are reported from the run's busiest threads (the bulk sender's event loop, the
-workers): a system call there per write released the interpreter lock 10,000 times in a
-10,000-object run, and each time the reporting thread waited its turn to get it back (a
-run took 1.4 times as long). So reporting only appends the entry to a list; a writer
-thread of its own turns what came in the last FLUSH_EVERY seconds into lines and writes
-them with one call. A run killed by SIGKILL leaves every write answered until then, less
-those of its last FLUSH_EVERY seconds (writes in flight, as undo's guarantee says); a run
-that ends normally leaves all of them. What waits is at most that much: a run over 100,000
-objects costs the same memory with or without its record."""
+A record that is a file of its own (the default, or --record PATH) is written through a
+memory map (mapped.py): the thread that reports a write makes its line and copies it
+there, with no system call, and a run killed by SIGKILL leaves every write answered
+before it. A record sent to a pipe or a device (`--record /dev/stdout`, the janitor's)
+cannot be mapped: there the reporting threads only append the entry to a list, and a
+writer thread of its own turns what came in the last FLUSH_EVERY seconds into lines and
+writes them with one call (a run killed by SIGKILL loses those seconds' lines). Either
+way nothing more waits in memory: a run over 100,000 objects costs the same memory with
+or without its record."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from .mapped import MappedFile
 
 Warn = Callable[[str], None]
 Entry = dict[str, Any] | Callable[[], dict[str, Any]]  # a line, or what makes it (on the writer's thread)
@@ -39,6 +41,7 @@ class RecordWriter:
         self._warn = warn
         self._header: dict[str, Any] | None = header
         self._fd: int | None = None
+        self._mapped: MappedFile | None = None  # a regular file's; None: a stream's writer thread
         self._lock = threading.Lock()  # the pending entries, the header, the thread
         self._io = threading.Lock()  # the descriptor: a write of lines never holds the reporters up
         self._pending: list[Entry] = []
@@ -59,12 +62,21 @@ class RecordWriter:
                 self._open()
             if self._fd is None or self._closing:
                 return
-            self._pending.append(entry)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._flusher, name="unfinalize-record", daemon=True)
-                self._thread.start()
-            elif len(self._pending) >= FLUSH_AT:
-                self._due.set()
+            if self._mapped is None:
+                self._queue(entry)
+                return
+        line = _line(entry() if callable(entry) else entry)  # a memory copy from here: no system call
+        with self._io:
+            self._put([line])
+
+    def _queue(self, entry: Entry) -> None:
+        """A stream's: under the lock, for the writer thread."""
+        self._pending.append(entry)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._flusher, name="unfinalize-record", daemon=True)
+            self._thread.start()
+        elif len(self._pending) >= FLUSH_AT:
+            self._due.set()
 
     def close(self, trailer: dict[str, Any] | None = None) -> None:
         """Write what waits, then `trailer`; a record never begun stays unmade."""
@@ -85,9 +97,12 @@ class RecordWriter:
         header, self._header = self._header, None
         try:
             _private_folder(self.path.parent)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-            if stat.S_ISREG(os.fstat(fd).st_mode):
+            if _stream(self.path):  # a pipe, a terminal, /dev/stdout: appended to, never cut
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            else:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
                 os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+                self._mapped = MappedFile(fd)
         except OSError as exc:
             self._fail(exc)
             return
@@ -117,7 +132,10 @@ class RecordWriter:
         if self._fd is None:
             return
         try:
-            _write_all(self._fd, b"".join(lines))
+            if self._mapped is not None:
+                self._mapped.put(b"".join(lines))
+            else:
+                _write_all(self._fd, b"".join(lines))
         except OSError as exc:
             self._close_fd()
             self._fail(exc)
@@ -127,10 +145,14 @@ class RecordWriter:
     def _close_fd(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            mapped, self._mapped = self._mapped, None
             try:
-                os.close(fd)
+                if mapped is not None:
+                    mapped.close()
             except OSError:
-                pass
+                pass  # the lines are written: only the reserved zeros after them stay
+            finally:
+                os.close(fd)
 
     def _fail(self, exc: OSError) -> None:
         if not self.failed:
@@ -143,6 +165,18 @@ class RecordWriter:
 
 def _line(entry: dict[str, Any] | None) -> bytes:
     return (json.dumps(entry, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def _stream(path: Path) -> bool:
+    """Whether the record goes to something that exists and is not a regular file of its
+    own: a pipe or a device, or a name for one (/dev/stdout is a link through /proc to
+    whatever the run's stdout is, a log file too: never cut, never mapped)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return False
+    names = (os.path.abspath(path), os.path.realpath(path))
+    return not stat.S_ISREG(info.st_mode) or any(name.startswith(("/dev/", "/proc/")) for name in names)
 
 
 def _private_folder(folder: Path) -> None:
