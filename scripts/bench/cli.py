@@ -25,8 +25,8 @@
    the ceiling and against kubectl (`patch -f objects.yaml`), peak RSS of each (sizes.py).
 13. scan-free: `scan --free` on the scan section's shape of stuck objects against the scan plus
    the frees (`crd --group G --only-terminating`) on an identical population (scan.py).
-12. records: `crd NAME` on 10,000 objects with and without its record (7 pairs, the median of
-   each pair's ratio), and `--delete` with and without --backup: time, CPU, peak RSS and record
+12. records: `crd NAME` on 10,000 objects with and without its record (8 pairs in a crossover
+   design, half of them each way round), and `--delete` with and without --backup: time, CPU, peak RSS and record
    bytes per object (records.py; --records-n).
 11. provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
    3 Terminating objects each: the tool's `crd -l --delete` (default --timeout) against the
