@@ -38,8 +38,8 @@ class RecordJournal:
         self.writer.write(partial(write_line, write))  # made into a line on the writer's thread
 
     def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
-        """On the workers, which delete: one body compressed at a time (each zlib stream
-        holds a few hundred KiB; 64 at once added 5 MiB to a --backup run's peak)."""
+        """On the workers, which delete: one body compressed at a time, so that the deflate
+        buffers (a few hundred KiB each) of many workers are never alive at once."""
         with self._packing:
             line = kept_line(kind, ref, body)
         self.writer.write(line)
