@@ -113,6 +113,21 @@ def test_a_record_to_a_stream_is_appended_by_the_writer_thread_within_the_flush_
     assert lines[0] == b"before" and json.loads(lines[-1]) == {"type": "end"} and len(lines) == 4
 
 
+def test_where_blocks_cannot_be_reserved_the_record_file_is_written_by_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS has no posix_fallocate: the record is still written (a thread's, every
+    FLUSH_EVERY), never an AttributeError in the middle of a run."""
+    monkeypatch.delattr(os, "posix_fallocate")
+    path = tmp_path / "r.jsonl"
+    writer = RecordWriter(path, pytest.fail, header())
+    for name in "abc":
+        writer.write(write_line(Write("unfinalize", widget(name), "u1", "1", "2", ("x",), ("x",))))
+    writer.close({"type": "end"})
+    assert b"\0" not in path.read_bytes() and [w.ref.name for w in load(path).writes] == ["a", "b", "c"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
 def test_a_disk_that_fills_while_the_record_grows_is_one_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,6 +23,13 @@ import os
 WINDOW = 1 << 20  # bytes mapped, and reserved on disk, at a time (a multiple of the page size)
 
 
+def mappable() -> bool:
+    """Whether this platform can reserve a file's blocks (macOS has no posix_fallocate): a
+    map of blocks not reserved faults with SIGBUS on a full disk, so without it the record
+    is written by a thread (writer.py)."""
+    return hasattr(os, "posix_fallocate")
+
+
 class MappedFile:
     """Not thread-safe: the writer holds its lock around put() and close()."""
 

@@ -5,7 +5,8 @@ A record that is a file of its own (the default, or --record PATH) is written th
 memory map (mapped.py): the thread that reports a write makes its line and copies it
 there, with no system call, and a run killed by SIGKILL leaves every write answered
 before it. A record sent to a pipe or a device (`--record /dev/stdout`, the janitor's)
-cannot be mapped: there the reporting threads only append the entry to a list, and a
+cannot be mapped (nor a file on a platform that cannot reserve its blocks: macOS): there
+the reporting threads only append the entry to a list, and a
 writer thread of its own turns what came in the last FLUSH_EVERY seconds into lines and
 writes them with one call (a run killed by SIGKILL loses those seconds' lines). Either
 way nothing more waits in memory: a run over 100,000 objects costs the same memory with
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .mapped import MappedFile
+from .mapped import MappedFile, mappable
 
 Warn = Callable[[str], None]
 Entry = dict[str, Any] | Callable[[], dict[str, Any]]  # a line, or what makes it (on the writer's thread)
@@ -102,7 +103,8 @@ class RecordWriter:
             else:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
                 os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
-                self._mapped = MappedFile(fd)
+                if mappable():
+                    self._mapped = MappedFile(fd)
         except OSError as exc:
             self._fail(exc)
             return
