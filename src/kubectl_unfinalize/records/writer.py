@@ -25,7 +25,7 @@ from typing import Any
 from .mapped import MappedFile, mappable
 
 Warn = Callable[[str], None]
-Entry = dict[str, Any] | Callable[[], dict[str, Any]]  # a line, or what makes it (on the writer's thread)
+Entry = dict[str, Any] | Callable[[], dict[str, Any]]  # a line, or what makes it (when it is written)
 
 FLUSH_EVERY = 0.05  # seconds an answered write may wait before it is on disk
 FLUSH_AT = 2000  # entries: written at once when this many wait, whatever the time
