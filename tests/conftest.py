@@ -18,12 +18,14 @@ import secrets
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import controlplane
 import pytest
+import reaping
 from crdinfo import CrdInfo
 from waiting import wait_until
 
@@ -34,12 +36,17 @@ MERGE_PATCH = "application/merge-patch+json"
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 OWN_CONTROL_PLANE_NEEDED = "fault tests need the project's own control plane (unset UNFINALIZE_TEST_KUBECONFIG)"
 _STARTUP_KEY = pytest.StashKey[float]()
+_ENDED_KEY = pytest.StashKey[list]()
 
 
 # --------------------------------------------------------------------------- hooks
 
 
 def pytest_configure(config):
+    # Whatever a test starts ends with this process (tests/reaping.py), and SIGTERM (CI
+    # cancelling a job, `timeout` ending a phase) tears the session down as Ctrl-C does.
+    reaping.become_subreaper()
+    _sigterm_as_interrupt()
     # Every run the tests start writes a record: into a folder of this session's, never the
     # user's own state (each fixture's environment, and tests that build one from os.environ).
     state = tempfile.mkdtemp(prefix="unfinalize-test-state-")
@@ -59,10 +66,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """After every fixture is torn down: end what is still running, to name it in the summary."""
+    session.config.stash[_ENDED_KEY] = reaping.end_descendants()
+
+
+def pytest_unconfigure(config):
+    """The last word, also when the session was interrupted before it could finish."""
+    for line in reaping.end_descendants():
+        sys.stderr.write(f"ended a process the tests left running: {line}\n")
+
+
 def pytest_terminal_summary(terminalreporter, config):
     seconds = config.stash.get(_STARTUP_KEY, None)
     if seconds is not None:
         terminalreporter.write_line(f"test control plane started in {seconds:.1f}s")
+    for line in config.stash.get(_ENDED_KEY, ()):
+        terminalreporter.write_line(f"ended a process the tests left running: {line}")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -92,26 +113,20 @@ def _find_binaries(request, names):
     pytest.fail(f"cannot provide the Kubernetes binaries:\n{error}", pytrace=False)
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """Let SIGTERM interrupt pytest like Ctrl-C, so session teardown stops the cluster."""
+def _sigterm_as_interrupt() -> None:
+    """Let SIGTERM interrupt pytest like Ctrl-C, so session teardown stops what the tests started."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread() or (
         signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
     ):
-        yield
         return
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 # --------------------------------------------------------------------------- cluster
@@ -124,20 +139,19 @@ def _control_plane(request):
         yield None
         return
     _find_binaries(request, controlplane.BINARIES)
-    with _sigterm_as_interrupt():
-        cp = controlplane.ControlPlane(audit=True)  # cheap: writes only, one line per request
-        error = None
-        try:
-            cp.start()
-        except controlplane.ControlPlaneError as e:
-            error = str(e)
-        if error is not None:
-            pytest.fail(f"cannot start the test control plane:\n{error}", pytrace=False)
-        request.config.stash[_STARTUP_KEY] = cp.startup_seconds
-        try:
-            yield cp
-        finally:
-            cp.stop()
+    cp = controlplane.ControlPlane(audit=True)  # cheap: writes only, one line per request
+    error = None
+    try:
+        cp.start()
+    except controlplane.ControlPlaneError as e:
+        error = str(e)
+    if error is not None:
+        pytest.fail(f"cannot start the test control plane:\n{error}", pytrace=False)
+    request.config.stash[_STARTUP_KEY] = cp.startup_seconds
+    try:
+        yield cp
+    finally:
+        cp.stop()
 
 
 @pytest.fixture(scope="session")
