@@ -9,7 +9,7 @@ CLUSTER := PYTHONPATH=tests $(PYTHON) -m controlplane
 OLDEST_K8S := v1.29.15
 K8S_VERSION ?= $(OLDEST_K8S)
 
-.PHONY: cluster cluster-down cluster-status test setup controlplane controlplane-version lint format test-unit \
+.PHONY: cluster cluster-down cluster-status test test-fast setup controlplane controlplane-version lint format test-unit \
 	test-integration test-version demo bench
 
 ## setup: create .venv and install the locked development requirements (idempotent)
@@ -57,8 +57,12 @@ test: setup controlplane lint lint-workflows binary
 	CI=$${CI:-1} UNFINALIZE_BINARY=dist/kubectl-unfinalize $(PYTHON) -m pytest tests/integration/test_operator.py -k stopped_operator
 	CI=$${CI:-1} $(MAKE) --no-print-directory test-version K8S_VERSION=$(OLDEST_K8S)
 
+## test-fast: what to run while working: lint, the unit tests and the integration core on one control plane
+test-fast: setup controlplane lint
+	$(PYTHON) -m pytest -m "core or not integration" tests/unit tests/controlplane tests/integration
+
 ## demo: reproduce the teardown hang on a local control plane, then fix it
-demo: setup controlplane
+demo: setup
 	PYTHON=$(PYTHON) scripts/demo.sh
 
 ## bench: dist/kubectl-unfinalize (make binary) vs kubectl at small N and a client-go ceiling at N=2000..10000, also far (BENCH_ARGS=--quick)

@@ -5,9 +5,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 if [[ -z "${KUBECONFIG:-}" || "${1:-}" != "--inside" ]]; then
-  PYTHONPATH="$ROOT/tests" exec "$PYTHON" -m controlplane run -- bash "$0" --inside
+  # Nothing here waits on a controller (the CRDs' cleanup runs in kube-apiserver): no
+  # kube-controller-manager, and only the three binaries the demo uses are built.
+  PYTHONPATH="$ROOT/tests" exec "$PYTHON" -m controlplane run --no-controller-manager -- bash "$0" --inside
 fi
-BIN="$("$ROOT/tests/controlplane/build.sh" 2>/dev/null)"
+BIN="$("$ROOT/tests/controlplane/build.sh" etcd kube-apiserver kubectl 2>/dev/null)"
 # kubectl finds plugins on PATH: the checkout's kubectl-unfinalize runs with the venv's python.
 export PATH="$BIN:$ROOT:$(dirname "$PYTHON"):$PATH"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT

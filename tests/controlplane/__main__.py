@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from .binaries import K8S_VERSION, ControlPlaneError, find_binaries
-from .controlplane import MARKER, STOP_TIMEOUT, ControlPlane
+from .controlplane import CONTROLLERS, MARKER, STOP_TIMEOUT, ControlPlane
 from .process import cmdline, pid_alive, tail
 
 STATE_FILE = "state.json"
@@ -277,7 +277,8 @@ def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda s, _f: sys.exit(128 + s))
     try:
-        with ControlPlane(startup_timeout=args.timeout) as cp:
+        controllers = () if args.no_controller_manager else CONTROLLERS
+        with ControlPlane(startup_timeout=args.timeout, controllers=controllers) as cp:
             print(f"control plane ready in {cp.startup_seconds:.1f}s", file=sys.stderr)
             env = dict(os.environ, KUBECONFIG=cp.kubeconfig)
             env["PATH"] = cp.bin_dir + os.pathsep + env.get("PATH", "")
@@ -308,6 +309,11 @@ def main(argv=None) -> int:
         p.set_defaults(func=func)
     p = sub.add_parser("run", help="start, run a command with KUBECONFIG set, stop")
     p.add_argument("--timeout", type=float, default=120.0, help="start-up timeout (s)")
+    p.add_argument(
+        "--no-controller-manager",
+        action="store_true",
+        help="etcd and kube-apiserver only (nothing deleted waits on a controller: the demo); kcm is not built",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_run)
     args = parser.parse_args(argv)

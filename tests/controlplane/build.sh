@@ -3,6 +3,9 @@
 # the krew/actionlint tools from the Go module proxy into a cache outside the repo.
 # Only missing binaries are built. Prints the bin directory on stdout.
 #
+# build.sh NAME...: only these (etcd, kube-apiserver, kube-controller-manager, kubectl,
+# krew, validate-krew-manifest, actionlint), e.g. the demo's three.
+#
 # UNFINALIZE_K8S_VERSION=v1.MINOR.PATCH builds another Kubernetes release into its own
 # directory (k8s-VERSION/bin). The pinned release's wrapper module is k8s/go.mod (with
 # its go.sum, reviewed when it moves); any other release's is generated into
@@ -26,6 +29,13 @@ if ((minor < OLDEST_MINOR)); then
   echo "build.sh: Kubernetes $K8S_VERSION is older than the oldest the tests support (v1.$OLDEST_MINOR)" >&2
   exit 2
 fi
+WANTED=("$@")
+wanted() {  # wanted NAME: no names given, or NAME among them
+  ((${#WANTED[@]} == 0)) && return
+  local name
+  for name in "${WANTED[@]}"; do [[ $name == "$1" ]] && return; done
+  return 1
+}
 CACHE_ROOT="${UNFINALIZE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-unfinalize}"
 BIN="${CACHE_ROOT}/k8s-${K8S_VERSION}/bin"
 mkdir -p "$BIN"
@@ -83,7 +93,7 @@ fi
 
 build() {  # build MODULE_DIR NAME PACKAGE [LDFLAGS]
   local dir="$1" name="$2" pkg="$3" flags="${4:-"-s -w"}"
-  if [[ -x "$BIN/$name" ]]; then return; fi
+  if [[ -x "$BIN/$name" ]] || ! wanted "$name"; then return; fi
   local start=$SECONDS
   echo "building $name ($pkg)" >&2
   (cd "$dir" && go build -ldflags "$flags" -o "$BIN/$name.tmp" "$pkg")

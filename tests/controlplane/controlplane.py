@@ -33,7 +33,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .binaries import ControlPlaneError, find_binaries
+from .binaries import BINARIES, ControlPlaneError, find_binaries
 from .process import Process, deferred_signals, free_port, tail
 from .releases import apiserver_feature_gates, minor_of, release_of
 
@@ -176,7 +176,9 @@ class ControlPlane:
 
     def start(self) -> ControlPlane:
         t0 = time.monotonic()
-        self.binaries = find_binaries(build=self._build)
+        # controllers=(): no kube-controller-manager, so it need not be built (the demo)
+        names = BINARIES if self.controllers else tuple(n for n in BINARIES if n != "kube-controller-manager")
+        self.binaries = find_binaries(names, build=self._build)
         self.bin_dir = str(self.binaries["kubectl"].parent)
         atexit.register(self.stop)
         try:
@@ -436,6 +438,27 @@ class ControlPlane:
         )
         self._wait("kube-apiserver /readyz", deadline, self._apiserver_ready)
 
+        if self.controllers:
+            self._start_controller_manager()
+        for ns in ("default", "kube-system"):
+            self._wait(
+                f"namespace {ns}",
+                deadline,
+                lambda ns=ns: self.get(f"/api/v1/namespaces/{ns}")[0] == 200,
+            )
+        if not self.controllers:
+            return
+        kcm_health = f"https://127.0.0.1:{self._ports['controller-manager']}/healthz"
+        self._wait("kube-controller-manager /healthz", deadline, lambda: _http_ok(kcm_health))
+        if "serviceaccount-controller" in self.controllers:  # proof that controllers act on the cluster
+            self._wait(
+                "the default service account",
+                deadline,
+                lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
+            )
+
+    def _start_controller_manager(self) -> None:
+        wd, pki = self.workdir, self.workdir / "pki"
         kcm_kubeconfig = str(wd / "controller-manager.kubeconfig")
         self._spawn(
             "kube-controller-manager",
@@ -446,27 +469,13 @@ class ControlPlane:
                 "--leader-elect=false",
                 f"--controllers={','.join(self.controllers)}",
                 "--bind-address=127.0.0.1",
-                f"--secure-port={ports['controller-manager']}",
+                f"--secure-port={self._ports['controller-manager']}",
                 f"--cert-dir={wd / 'kcm-certs'}",
                 f"--service-account-private-key-file={pki / 'sa.key'}",
                 f"--root-ca-file={pki / 'ca.crt'}",
                 "--profiling=false",
             ],
         )
-        for ns in ("default", "kube-system"):
-            self._wait(
-                f"namespace {ns}",
-                deadline,
-                lambda ns=ns: self.get(f"/api/v1/namespaces/{ns}")[0] == 200,
-            )
-        kcm_health = f"https://127.0.0.1:{ports['controller-manager']}/healthz"
-        self._wait("kube-controller-manager /healthz", deadline, lambda: _http_ok(kcm_health))
-        if "serviceaccount-controller" in self.controllers:  # proof that controllers act on the cluster
-            self._wait(
-                "the default service account",
-                deadline,
-                lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
-            )
 
     def _spawn(self, name: str, args: list[str]) -> None:
         argv = [str(self.binaries[name]), *args]

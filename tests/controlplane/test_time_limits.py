@@ -69,6 +69,10 @@ def test_sleeps_forever_on_the_cluster(kubeconfig):
 )
 
 
+def _sigint_as_from_a_terminal() -> None:  # in the child, before exec
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Scratch:
     """A scratch suite and the pytest process that runs it."""
 
@@ -84,7 +88,15 @@ class Scratch:
         command += ["-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), "-q", *args, str(suite)]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            # A suite run in the background of a non-interactive shell (`make test &`, some CI
+            # runners) inherits SIGINT ignored, and Python then keeps it ignored: as from a terminal.
+            preexec_fn=_sigint_as_from_a_terminal,
         )
 
     def wait_sleeping(self, name: str, timeout: float) -> None:

@@ -161,3 +161,18 @@ def test_compaction_expires_a_continue_token(control_plane, namespace):
     gone = json.loads(body)
     assert gone["reason"] == "Expired"
     assert gone["metadata"].get("continue"), "a 410 on a list carries a token to go on with"
+
+
+def test_a_control_plane_without_controllers_needs_and_starts_no_controller_manager(control_plane, monkeypatch):
+    """The demo's (controlplane run --no-controller-manager): a fresh machine builds three binaries, not four."""
+    import controlplane.controlplane as module
+
+    asked: list[tuple[str, ...]] = []
+    real = module.find_binaries
+    monkeypatch.setattr(
+        module, "find_binaries", lambda names, build: asked.append(tuple(names)) or real(names, build=build)
+    )
+    with module.ControlPlane(controllers=()) as cp:
+        assert sorted(cp.processes) == ["etcd", "kube-apiserver"]
+        assert cp.get("/api/v1/namespaces/default")[0] == 200
+    assert asked == [("etcd", "kube-apiserver", "kubectl")]
