@@ -53,7 +53,7 @@ test-version: setup controlplane-version
 
 ## test: everything CI runs: lint, unit and integration tests, the built binary through kubectl and krew; the core on $(OLDEST_K8S)
 test: setup controlplane lint lint-workflows binary
-	CI=$${CI:-1} $(PYTHON) -m pytest --durations=20 tests
+	CI=$${CI:-1} $(PYTHON) -m pytest -n 2 --dist worksteal --durations=20 tests
 	CI=$${CI:-1} UNFINALIZE_BINARY=dist/kubectl-unfinalize $(PYTHON) -m pytest tests/integration/test_operator.py -k stopped_operator
 	CI=$${CI:-1} $(MAKE) --no-print-directory test-version K8S_VERSION=$(OLDEST_K8S)
 
