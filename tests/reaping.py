@@ -20,6 +20,8 @@ import signal
 import sys
 import time
 
+from controlplane.process import cmdline
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -65,14 +67,6 @@ def descendants(root: int | None = None) -> list[int]:
     return [pid for pid in found if states.get(pid) != "Z"]
 
 
-def command_line(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:160]
-    except OSError:
-        return "?"
-
-
 def _reap_zombies() -> None:
     """Collect the exit status of orphans re-parented here, so they leave the process table."""
     with contextlib.suppress(ChildProcessError):
@@ -85,7 +79,7 @@ def end_descendants(grace: float = 5.0) -> list[str]:
     pids = descendants()
     if not pids:
         return []
-    named = [f"{pid} {command_line(pid)}" for pid in pids]
+    named = [f"{pid} {cmdline(pid).strip()[:160] or '?'}" for pid in pids]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
