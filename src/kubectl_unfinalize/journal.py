@@ -27,6 +27,22 @@ class Write:
     leaks: str = ""
     added: tuple[str, ...] = ()  # undo's refinalize: the finalizers it put back
 
+    @property
+    def done(self) -> str:
+        """What the write did, in one word: its count in a record's end and history, and
+        its verb in a record's text. A newer writer's op is shown as it is named."""
+        return DONE.get(self.op, self.op)
+
+
+# Every op a run writes, and its one word once done.
+DONE = {
+    "unfinalize": "unfinalized",
+    "delete": "deleted",
+    "reconfigure": "reconfigured",
+    "refinalize": "refinalized",
+    "create": "created",
+}
+
 
 class Journal(Protocol):
     def wants(self, kind: str) -> bool:

@@ -3,7 +3,9 @@ puts back what one removed. Every writing run records itself (api.run); these re
 
 from __future__ import annotations
 
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,35 +27,43 @@ def history(
     kubeconfig: str | None = None,
     context: str | None = None,
     folder: str | None = None,
+    interrupt: threading.Event | None = None,
 ) -> list[RecordSummary]:
-    """The records of the connection's context (by context name and server), newest first."""
+    """The records of the connection's context (by context name and server), newest first.
+    `interrupt` is taken for the verbs' one shape: history reads the kubeconfig and local
+    files only, and ends at once."""
     with connect(_connection(connection, kubeconfig, context)) as transport:
         return of_context(transport.context, transport.host, _folder(folder))
 
 
 def read_record(
-    record: str | None = None,
+    ref: str | None = None,
     *,
     last: bool = False,
     connection: ConnectionOptions | None = None,
     kubeconfig: str | None = None,
     context: str | None = None,
     folder: str | None = None,
+    interrupt: threading.Event | None = None,
+    **renamed: str | None,
 ) -> Record:
-    """One record whole: by id (or path), or the newest of the context with `last`."""
+    """One record whole: `ref` its id (or a unique prefix, or a path), or the newest of the
+    context with `last`."""
+    ref = _ref(ref, last, renamed.pop("record", None), "read_record")
+    _no_more(renamed, "read_record")
     connection = _connection(connection, kubeconfig, context)
-    if record is None:
+    if ref is None:
         if not last:
             raise InputError("name a record, or pass last=True")
-        found = history(connection=connection, folder=folder)
+        found = history(connection=connection, folder=folder, interrupt=interrupt)
         if not found:
             raise InputError("no record of this context (kubectl unfinalize history lists them)")
-        record = found[0].path
-    return load(find(record, _folder(folder)))
+        ref = found[0].path
+    return load(find(ref, _folder(folder)))
 
 
 def undo(
-    record: str | None = None,
+    ref: str | None = None,
     *,
     last: bool = False,
     dry_run: DryRun | str | None = None,
@@ -61,30 +71,39 @@ def undo(
     kubeconfig: str | None = None,
     context: str | None = None,
     folder: str | None = None,
-    record_to: str | None = None,
+    record: str | None = None,
     command: str | None = None,
     on_warning: Callable[[str], None] | None = None,
+    interrupt: threading.Event | None = None,
+    **renamed: str | None,
 ) -> UndoReport:
-    """Put back what the run of `record` removed (or, with last=True, of the newest record of
-    this context that is not itself an undo and was not undone): finalizers on objects still
-    there with the same uid and not being deleted (those added since are kept), the CRDs it
-    deleted, and the objects it backed up (--backup). Each item says what was put back or
-    why not. A record of another context is refused unless `context` names it. Writes a
-    record of its own (record_to, as run's `record`)."""
+    """Put back what the run of record `ref` removed (or, with last=True, of the newest
+    record of this context that is not itself an undo and was not undone): finalizers on
+    objects still there with the same uid and not being deleted (those added since are
+    kept), the CRDs it deleted, and the objects it backed up (--backup). Each item says what
+    was put back or why not. A record of another context is refused unless `context` names
+    it. `record` is where undo writes its own record, as for run(); setting `interrupt`
+    ends it between writes, and what was put back until then is in its record."""
+    if record is not None and ref is None and not last:
+        ref, record = _ref(None, last, record, "undo"), None
+    if "record_to" in renamed:
+        warnings.warn("undo(record_to=...) is now undo(record=...)", DeprecationWarning, stacklevel=2)
+        record = renamed.pop("record_to")
+    _no_more(renamed, "undo")
     connection = _connection(connection, kubeconfig, context)
     dry = DryRun.parse(dry_run)
     with connect(connection) as transport:
-        if record is None:
+        if ref is None:
             if not last:
                 raise InputError("undo needs a record, or last=True")
             chosen, _ = newest_to_undo(of_context(transport.context, transport.host, _folder(folder)))
-            record = chosen.path
-        done = load(find(record, _folder(folder)))
+            ref = chosen.path
+        done = load(find(ref, _folder(folder)))
         if done.undoes:
             raise InputError(f"record {done.id} is an undo of {done.undoes}: run that again to do it again")
         _same_cluster(done, transport.context, transport.host, connection.context)
         journal = start(
-            record_to,
+            record,
             command=command,
             context=transport.context,
             server=transport.host,
@@ -94,14 +113,28 @@ def undo(
             dry_run=dry,
             undoes=done.id,
         )
-        cluster = HttpCluster(transport, Deadline(None))
+        cluster = HttpCluster(transport, Deadline(None, interrupt))
         started = time.monotonic()
         items = Undo(cluster, journal, dry).run(done)
         report = UndoReport(done.id, items, dry.value)
         back = sum(i.done for i in items)
         counts = {"putBack": back, "notPutBack": len(items) - back}
-        report.written = finish(journal, counts, report.ok, time.monotonic() - started)
+        report.record = finish(journal, counts, report.ok, time.monotonic() - started)
         return report
+
+
+def _ref(ref: str | None, last: bool, old: str | None, verb: str) -> str | None:
+    """Before 0.1.0 `record=` named the record to read or undo; it now names where a call
+    writes its own. The old use (a record named, no ref, not last) works for one release."""
+    if old is None or ref is not None or last:
+        return ref
+    warnings.warn(f"{verb}(record=ID) is now {verb}(ID)", DeprecationWarning, stacklevel=3)
+    return old
+
+
+def _no_more(renamed: dict[str, str | None], verb: str) -> None:
+    if renamed:
+        raise TypeError(f"{verb}() got an unexpected keyword argument {next(iter(renamed))!r}")
 
 
 def _same_cluster(record: Record, context: str, server: str, named: str | None) -> None:

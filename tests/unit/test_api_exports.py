@@ -49,9 +49,18 @@ def test_every_verb_can_be_interrupted_from_another_thread(monkeypatch):
     import inspect
     import threading
 
-    from kubectl_unfinalize import api
+    from kubectl_unfinalize import api, record_api
 
-    for verb in (api.unfinalize, api.run, api.scan, api.run_scan):
+    verbs = (
+        api.unfinalize,
+        api.run,
+        api.scan,
+        api.run_scan,
+        record_api.history,
+        record_api.read_record,
+        record_api.undo,
+    )
+    for verb in verbs:
         assert "interrupt" in inspect.signature(verb).parameters, verb.__name__
     given = {}
     monkeypatch.setattr(api, "run", lambda *args, **kwargs: given.update(kwargs))

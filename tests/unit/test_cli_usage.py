@@ -79,7 +79,7 @@ def test_flags_may_come_before_the_names_as_with_kubectl():
     run = parse(["crd", "--dry-run=client", "widgets.example.com", "-n", "a"])
     assert isinstance(run, RunCommand) and run.selection.crds == ("widgets.example.com",)
     undo = parse(["undo", "--dry-run=server", "20261203-064512-ab12"])
-    assert isinstance(undo, UndoCommand) and (undo.record, undo.dry_run) == ("20261203-064512-ab12", "server")
+    assert isinstance(undo, UndoCommand) and (undo.ref, undo.dry_run) == ("20261203-064512-ab12", "server")
 
 
 def test_missing_kubeconfig_is_a_configuration_error(capsys, monkeypatch, tmp_path):

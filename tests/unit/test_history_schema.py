@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from kubectl_unfinalize.cli.record_output import document, history_document, record_document, undo_document
+from kubectl_unfinalize.cli.record_output import document, history_document, undo_document
 from kubectl_unfinalize.journal import Write
 from kubectl_unfinalize.model import CRD_RESOURCE, ObjectRef, Resource
 from kubectl_unfinalize.records.history import summary
@@ -97,7 +97,7 @@ def documents(tmp_path: Path) -> list[dict[str, Any]]:
     return [
         history_document(summaries),
         history_document([]),
-        *(record_document(record, item) for record, item in zip(records, summaries, strict=True)),
+        *(record.to_dict(item) for record, item in zip(records, summaries, strict=True)),
         undo_document(undo_report()),
         undo_document(UndoReport("r")),
     ]
@@ -125,7 +125,8 @@ def test_the_documents_say_what_the_record_holds(tmp_path: Path) -> None:
     assert [item["undoes"] for item in history["items"]] == [None, "r", None]
     assert [item["finished"] for item in history["items"]] == [True, True, False]
     assert [w["op"] for w in run["writes"]] == ["delete", "unfinalize", "unfinalize", "delete"]
-    assert run["writes"][1]["resource"] == "buckets.storage.example.com" and run["writes"][1]["leaks"]
+    assert run["writes"][1]["resource"]["plural"] == "buckets" and run["writes"][1]["leaks"]
+    assert all(w["type"] == "write" for w in run["writes"])  # each write as its line in the record
     assert undo["header"]["undoes"] == "r" and undo["summary"]["counts"] == {"putBack": 2}
     assert killed["summary"]["counts"] == {"deleted": 2, "unfinalized": 1, "failed": 1, "mayLeak": 1}
 

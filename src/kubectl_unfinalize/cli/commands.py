@@ -65,7 +65,7 @@ class ScanCommand:
 class HistoryCommand:
     """history [ID|--last]: the records of this context, or one of them."""
 
-    record: str | None
+    ref: str | None  # the record's id (or path); None: all of them, or --last
     last: bool
     connection: ConnectionOptions
     output: Output
@@ -76,7 +76,7 @@ class HistoryCommand:
 class UndoCommand:
     """undo ID|--last: put back what a recorded run removed."""
 
-    record: str | None
+    ref: str | None  # the id (or path) of the record undone; None with --last
     last: bool
     dry_run: str
     connection: ConnectionOptions
@@ -127,14 +127,14 @@ def _record_command(args: argparse.Namespace, word: str, output: Output) -> Hist
     if output.format in ("name", "wide"):
         raise UsageError(f"{word}: -o text, json or yaml")
     connection = to_connection_options(args, log=err)
-    record = ids[0] if ids else None
+    ref = ids[0] if ids else None
     if word in HISTORY_WORDS:
         if args.dry_run != "none":
             raise UsageError("history reads records: --dry-run applies to runs and undo")
-        return HistoryCommand(record, args.last, connection, output, args.record)
+        return HistoryCommand(ref, args.last, connection, output, args.record)
     if not (ids or args.last):
         raise UsageError("undo needs a record ID (kubectl unfinalize history lists them) or --last")
-    return UndoCommand(record, args.last, args.dry_run, connection, output, args.record)  # --record: the folder
+    return UndoCommand(ref, args.last, args.dry_run, connection, output, args.record)  # --record: the folder
 
 
 def _no_record_flags(args: argparse.Namespace, word: str) -> None:

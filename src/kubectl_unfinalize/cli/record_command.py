@@ -16,11 +16,11 @@ if TYPE_CHECKING:
 def history(command: HistoryCommand) -> int:
     from ..record_api import history as list_records
     from ..record_api import read_record, summary
-    from .record_output import document, history_document, history_table, record_document, record_lines
+    from .record_output import document, history_document, history_table, record_lines
 
     output = command.output.format
     folder = command.folder
-    if command.record is None and not command.last:
+    if command.ref is None and not command.last:
         found = list_records(connection=command.connection, folder=folder)
         if output in ("json", "yaml"):
             _out(document(history_document(found), output))
@@ -29,9 +29,9 @@ def history(command: HistoryCommand) -> int:
         elif not command.output.quiet:
             err("no records of this context")
         return 0
-    record = read_record(command.record, last=command.last, connection=command.connection, folder=folder)
+    record = read_record(command.ref, last=command.last, connection=command.connection, folder=folder)
     if output in ("json", "yaml"):
-        _out(document(record_document(record, summary(record)), output))
+        _out(document(record.to_dict(summary(record)), output))
     else:
         for line in record_lines(record, summary(record)):
             _out(line + "\n")
@@ -43,12 +43,12 @@ def undo(command: UndoCommand) -> int:
     from .record_output import document, undo_document, undo_lines
 
     report = undo_record(
-        command.record,
+        command.ref,
         last=command.last,
         dry_run=command.dry_run,
         connection=command.connection,
         folder=command.folder,
-        record_to=command.folder,
+        record=command.folder,
         command=" ".join(["kubectl unfinalize", *sys.argv[1:]]),
         on_warning=lambda text: err(f"warning: {text}"),
     )
@@ -60,8 +60,8 @@ def undo(command: UndoCommand) -> int:
     if not command.output.quiet:
         back = sum(item.done for item in report.items)
         dry = "" if report.dry_run == "none" else f" ({report.dry_run} dry run)"
-        text = f"undo of {report.record}: {back} put back, {len(report.items) - back} not{dry}"
-        err(text + (f"; record: {report.written}" if report.written else ""))
+        text = f"undo of {report.undone}: {back} put back, {len(report.items) - back} not{dry}"
+        err(text + (f"; record: {report.record}" if report.record else ""))
     return of_undo(report)
 
 

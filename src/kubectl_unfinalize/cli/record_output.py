@@ -11,6 +11,7 @@ from ..records.model import API_VERSION, RecordSummary, UndoReport
 
 if TYPE_CHECKING:
     from .. import Record
+    from ..journal import Write
 
 _COUNTS = (("unfinalized", "freed"), ("deleted", "deleted"), ("failed", "failed"), ("mayLeak", "may leak"))
 
@@ -39,17 +40,6 @@ def history_table(summaries: list[RecordSummary]) -> Iterator[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1]
-
-
-def record_document(record: Record, summary: RecordSummary) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Record",
-        "summary": summary.to_dict(),
-        "header": record.header,
-        "writes": [_write_dict(w) for w in record.writes],
-        "cutShort": record.cut_short,
-    }
 
 
 def record_lines(record: Record, summary: RecordSummary) -> Iterator[str]:
@@ -87,7 +77,7 @@ def undo_lines(report: UndoReport) -> Iterator[str]:
             yield f"{item.ref} {item.what} not put back ({where}{item.detail})"
 
 
-def _write_line(write: Any) -> str:
+def _write_line(write: Write) -> str:
     where = [f"namespace {write.ref.namespace}"] if write.ref.namespace else []
     if write.removed:
         where.append("removed " + ", ".join(write.removed))
@@ -95,32 +85,6 @@ def _write_line(write: Any) -> str:
         where.append("put back " + ", ".join(write.added))
     if write.message and write.outcome != "ok":
         where.append(write.message)
-    verb = {
-        "unfinalize": "unfinalized",
-        "delete": "deleted",
-        "reconfigure": "reconfigured",
-        "refinalize": "finalizers put back",
-        "create": "created",
-    }.get(write.op, write.op)
-    if write.outcome != "ok":
-        verb = f"{write.op} failed"
+    verb = write.done if write.outcome == "ok" else f"{write.op} failed"
     detail = f" ({'; '.join(where)})" if where else ""
     return f"{write.ref.display} {verb}{detail}"
-
-
-def _write_dict(write: Any) -> dict[str, Any]:
-    return {
-        "op": write.op,
-        "resource": write.ref.resource.qualified,
-        "namespace": write.ref.namespace,
-        "name": write.ref.name,
-        "uid": write.uid,
-        "resourceVersion": write.version,
-        "newResourceVersion": write.new_version,
-        "finalizers": list(write.finalizers),
-        "removed": list(write.removed),
-        "outcome": write.outcome,
-        "message": write.message,
-        "leaks": write.leaks,
-        "added": list(write.added),
-    }

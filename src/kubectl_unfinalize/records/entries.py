@@ -41,6 +41,7 @@ def resource_of(raw: dict[str, Any]) -> Resource:
 
 
 def write_line(write: Write) -> dict[str, Any]:
+    """A write as a record line, and as history's documents show it (one dict shape)."""
     ref = write.ref
     line: dict[str, Any] = {
         "type": "write",
@@ -82,38 +83,22 @@ def kept_line(kind: str, ref: ObjectRef, body: dict[str, Any]) -> dict[str, Any]
     return line
 
 
-@dataclass(frozen=True)
-class WriteEntry:
-    """One write of a recorded run, as read back."""
-
-    op: str
-    ref: ObjectRef
-    uid: str
-    version: str
-    new_version: str
-    finalizers: tuple[str, ...]
-    removed: tuple[str, ...]
-    outcome: str
-    message: str = ""
-    leaks: str = ""
-    added: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, line: dict[str, Any]) -> WriteEntry:
-        ref = ObjectRef(resource_of(line["resource"]), str(line["name"]), line.get("namespace") or None)
-        return cls(
-            op=str(line["op"]),
-            ref=ref,
-            uid=str(line.get("uid") or ""),
-            version=str(line.get("resourceVersion") or ""),
-            new_version=str(line.get("newResourceVersion") or ""),
-            finalizers=tuple(line.get("finalizers") or ()),
-            removed=tuple(line.get("removed") or ()),
-            outcome=str(line.get("outcome") or ""),
-            message=str(line.get("message") or ""),
-            leaks=str(line.get("leaks") or ""),
-            added=tuple(line.get("added") or ()),
-        )
+def read_write(line: dict[str, Any]) -> Write:
+    """A write line read back as the run told it (journal.Write): one shape for a write,
+    whether it is being written or read."""
+    return Write(
+        op=str(line["op"]),
+        ref=ObjectRef(resource_of(line["resource"]), str(line["name"]), line.get("namespace") or None),
+        uid=str(line.get("uid") or ""),
+        version=str(line.get("resourceVersion") or ""),
+        new_version=str(line.get("newResourceVersion") or ""),
+        finalizers=tuple(line.get("finalizers") or ()),
+        removed=tuple(line.get("removed") or ()),
+        outcome=str(line.get("outcome") or ""),
+        message=str(line.get("message") or ""),
+        leaks=str(line.get("leaks") or ""),
+        added=tuple(line.get("added") or ()),
+    )
 
 
 @dataclass(frozen=True)

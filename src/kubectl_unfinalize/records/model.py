@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,22 +59,31 @@ class UndoItem:
 
 @dataclass
 class UndoReport:
-    record: str  # the id of the record undone
+    """What `undo` put back of the run `undone`, item by item, and where it wrote its own
+    record: `record` means that path here as everywhere (Report.record, undo(record=...))."""
+
+    undone: str  # the id of the record undone
     items: list[UndoItem] = field(default_factory=list)
     dry_run: str = "none"
-    written: str = ""  # the path of undo's own record ("" when none was written)
+    record: str = ""  # the path of undo's own record ("" when none was written)
 
     @property
     def ok(self) -> bool:
         return all(item.done for item in self.items)
 
+    @property
+    def written(self) -> str:
+        """The name before 0.1.0 of `record` (kept for one release)."""
+        warnings.warn("UndoReport.written is now UndoReport.record", DeprecationWarning, stacklevel=2)
+        return self.record
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "apiVersion": API_VERSION,
             "kind": "UndoReport",
-            "record": self.record,
+            "undone": self.undone,
             "ok": self.ok,
             "dryRun": self.dry_run,
-            "written": self.written or None,
+            "record": self.record or None,
             "items": [item.to_dict() for item in self.items],
         }

@@ -13,15 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .entries import FORMAT, KeptBody, WriteEntry
+from ..journal import Write
+from .entries import FORMAT, KeptBody, read_write, write_line
+from .model import API_VERSION, RecordSummary
 from .place import SUFFIX, record_files
 
 
 @dataclass
 class Record:
+    """A record read back: its header (the command, context, server, selection and options
+    of the run), every write as the API server answered it, the bodies kept before deletes,
+    and its end line (None when the run was killed or is still going)."""
+
     path: Path
     header: dict[str, Any]
-    writes: list[WriteEntry] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
     kept: list[KeptBody] = field(default_factory=list)
     end: dict[str, Any] | None = None
     cut_short: bool = False  # the last line was cut (the run was killed while writing it)
@@ -33,6 +39,17 @@ class Record:
     @property
     def undoes(self) -> str:
         return str(self.header.get("undoes") or "")
+
+    def to_dict(self, summary: RecordSummary) -> dict[str, Any]:
+        """history ID -o json|yaml (docs/history.schema.json): each write as its record line."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "Record",
+            "summary": summary.to_dict(),
+            "header": self.header,
+            "writes": [write_line(w) for w in self.writes],
+            "cutShort": self.cut_short,
+        }
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bool]]:
@@ -91,7 +108,7 @@ def _take(record: Record, entry: dict[str, Any], writes: bool) -> None:
     if kind == "end":
         record.end = entry
     elif kind == "write":
-        item = WriteEntry.parse(entry)  # parsed even when not kept: a damaged line is found
+        item = read_write(entry)  # parsed even when not kept: a damaged line is found
         if writes:
             record.writes.append(item)
     elif kind in ("crd", "backup") and writes:
@@ -105,22 +122,13 @@ def counts(record: Record) -> Counter[str]:
     return tally(record.writes)
 
 
-def tally(writes: list[WriteEntry]) -> Counter[str]:
+def tally(writes: list[Write]) -> Counter[str]:
     found: Counter[str] = Counter()
     for write in writes:
-        found[write.outcome if write.outcome != "ok" else _DONE.get(write.op, write.op)] += 1
+        found[write.outcome if write.outcome != "ok" else write.done] += 1
         if write.leaks:
             found["mayLeak"] += 1
     return found
-
-
-_DONE = {
-    "unfinalize": "unfinalized",
-    "delete": "deleted",
-    "reconfigure": "reconfigured",
-    "refinalize": "refinalized",
-    "create": "created",
-}
 
 
 def find(name: str, folder: Path | None = None) -> Path:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..errors import Conflict, NotFound, UnfinalizeError
 from ..journal import Journal, Write
 from ..model import CRD_RESOURCE, ObjectMeta, ObjectRef, Resource
 from ..options import DryRun
-from .entries import KeptBody, WriteEntry, for_create
+from .entries import KeptBody, for_create
 from .model import UndoItem
 from .reading import Record
 
@@ -86,7 +87,7 @@ class Undo:
         with ThreadPoolExecutor(min(self.concurrency, len(work))) as pool:
             return list(pool.map(job, work))
 
-    def _finalizers(self, write: WriteEntry) -> UndoItem:
+    def _finalizers(self, write: Write) -> UndoItem:
         ref = write.ref
         try:
             for _ in range(CONFLICT_RETRIES):
@@ -184,10 +185,10 @@ class Undo:
             self.journal.wrote(Write(op, ref, meta.uid, meta.resource_version, version, meta.finalizers, added=added))
 
 
-def _latest_unfinalized(writes: list[WriteEntry]) -> list[WriteEntry]:
+def _latest_unfinalized(writes: list[Write]) -> list[Write]:
     """Each object's finalizers removed by the run, all its writes together (a --finalizer
     run, or a controller that put one back and was freed again, writes one object twice)."""
-    found: dict[tuple[ObjectRef, str], WriteEntry] = {}
+    found: dict[tuple[ObjectRef, str], Write] = {}
     for write in writes:
         if write.op != "unfinalize" or write.outcome != "ok" or not write.removed:
             continue
@@ -195,13 +196,13 @@ def _latest_unfinalized(writes: list[WriteEntry]) -> list[WriteEntry]:
         before = found.get(key)
         if before is not None:
             removed = before.removed + tuple(f for f in write.removed if f not in before.removed)
-            write = WriteEntry(**{**before.__dict__, "removed": removed})
+            write = replace(before, removed=removed)
         found[key] = write
     return list(found.values())
 
 
-def _unique(writes: Iterable[WriteEntry]) -> list[WriteEntry]:
-    seen: dict[tuple[ObjectRef, str], WriteEntry] = {}
+def _unique(writes: Iterable[Write]) -> list[Write]:
+    seen: dict[tuple[ObjectRef, str], Write] = {}
     for write in writes:
         seen.setdefault((write.ref, write.uid), write)
     return list(seen.values())

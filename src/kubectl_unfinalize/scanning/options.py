@@ -34,6 +34,11 @@ class FreeOptions:
 
 @dataclass(frozen=True)
 class ScanOptions:
+    """What scan() reads and how it judges: every object with finalizers that is being
+    deleted (or every one, include_live), a deletion judged only after `grace` seconds
+    without a sign of life, the whole scan within `timeout`; `wait` and `free` make it the
+    unattended gate and janitor."""
+
     namespace: str | None = None  # None: every namespace (and the cluster-scoped types)
     include_live: bool = False  # --all: also objects with finalizers that are not being deleted
     older_than: float = 0.0  # seconds since the deletionTimestamp
