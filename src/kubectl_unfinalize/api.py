@@ -19,7 +19,7 @@ from .kube.cluster import HttpCluster
 from .kube.config import connect
 from .model import Report, Targets
 from .options import ConnectionOptions, DryRun, Options, Selection
-from .records.start import finish, report_counts, start
+from .records.recorded import Header, recorded, report_counts
 from .resolve import resolve
 from .resolve.documents import declared_crds
 from .resolve.manifests import read_manifests
@@ -182,24 +182,15 @@ def run(
             if not confirm(targets):
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
-        journal = start(
-            record,
-            command=command,
-            context=transport.context,
-            server=transport.host,
-            selection=selection,
-            options=options,
-            warn=on_warning or _warn,
-            dry_run=options.dry_run,
-            backups=options.backup,
-        )
-        engine = Engine(cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning, journal)
-        try:
+        header = Header(command, transport.context, transport.host, selection, options)
+        with recorded(record, header, on_warning or _warn, options.dry_run, options.backup) as recording:
+            engine = Engine(
+                cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning, recording.journal
+            )
             report = engine.run(targets, skipped=targets.missing)
-        except BaseException:
-            finish(journal, {}, False, 0.0)  # what was written stays on disk, whatever ended the run
-            raise
-        report.record = finish(journal, report_counts(report), report.ok, report.seconds)
+            recording.count(report_counts(report))
+            recording.ok = report.ok
+        report.record = recording.path
         return report
 
 

@@ -4,7 +4,6 @@ puts back what one removed. Every writing run records itself (api.run); these re
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from .options import ConnectionOptions, DryRun
 from .records.history import newest_to_undo, of_context, summary
 from .records.model import RecordSummary, UndoReport
 from .records.reading import Record, find, load
-from .records.start import finish, start
+from .records.recorded import Header, recorded
 from .records.undo import Undo
 
 
@@ -102,24 +101,14 @@ def undo(
         if done.undoes:
             raise InputError(f"record {done.id} is an undo of {done.undoes}: run that again to do it again")
         _same_cluster(done, transport.context, transport.host, connection.context)
-        journal = start(
-            record,
-            command=command,
-            context=transport.context,
-            server=transport.host,
-            selection=None,
-            options=None,
-            warn=on_warning or (lambda _: None),
-            dry_run=dry,
-            undoes=done.id,
-        )
-        cluster = HttpCluster(transport, Deadline(None, interrupt))
-        started = time.monotonic()
-        items = Undo(cluster, journal, dry).run(done)
-        report = UndoReport(done.id, items, dry.value)
-        back = sum(i.done for i in items)
-        counts = {"putBack": back, "notPutBack": len(items) - back}
-        report.record = finish(journal, counts, report.ok, time.monotonic() - started)
+        header = Header(command, transport.context, transport.host, undoes=done.id)
+        with recorded(record, header, on_warning or (lambda _: None), dry) as recording:
+            items = Undo(HttpCluster(transport, Deadline(None, interrupt)), recording.journal, dry).run(done)
+            report = UndoReport(done.id, items, dry.value)
+            back = sum(i.done for i in items)
+            recording.count({"putBack": back, "notPutBack": len(items) - back})
+            recording.ok = report.ok
+        report.record = recording.path
         return report
 
 

@@ -183,7 +183,7 @@ def test_max_objects_refuses_before_the_first_write(api_client, make_crd, namesp
     audit.mark()
     result = cli("crd", crd.name, "--delete", "--max-objects", "10", "--record", tmp_path)
     assert result.returncode == 2, result.stderr
-    assert "holds 31 objects" in result.stderr and "--max-objects 10" in result.stderr  # 30 and the CRD
+    assert "would change 31 objects" in result.stderr and "--max-objects 10" in result.stderr  # 30 and the CRD
     assert tool_writes(audit) == []
     assert not list(tmp_path.glob("*.jsonl"))
 

@@ -6,6 +6,7 @@ is tests/integration/test_pytest_plugin.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,6 +22,15 @@ pytest_plugins = ["pytester"]
 
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
 SECTION = "= unfinalize:"
+
+
+def arguments(call) -> dict:
+    """A planned call as the keyword arguments of unfinalize(...) it stands for (those set)."""
+    chosen = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(call.selection).items() if v}
+    chosen["only_terminating"] = True
+    chosen.update({"finalizers": list(call.finalizers)} if call.finalizers else {})
+    chosen.update({"namespace": call.namespace} if call.namespace else {})
+    return chosen | ({"delete": True} if call.delete else {})
 
 
 @pytest.fixture
@@ -82,16 +92,16 @@ class FakeApi:
         planned = plan(report, scope, kwargs["grace"], settle=True)
         count = sum(len(g.names) for call in planned for g in call.groups)
         if kwargs.get("max_objects") is not None and count > kwargs["max_objects"]:
-            self.calls += [dict(call.kwargs, refused=True, max_objects=kwargs["max_objects"]) for call in planned]
+            self.calls += [dict(arguments(call), refused=True, max_objects=kwargs["max_objects"]) for call in planned]
             raise InputError(f"scan --free would change {count} objects, more than --max-objects")
-        freed = [FreedCall(call.resource, call.kwargs["finalizers"], list(call.groups), self.unfinalize(call))
+        freed = [FreedCall(call.resource, list(call.finalizers), list(call.groups), self.unfinalize(call))
                  for call in planned]  # fmt: skip
         after = self._look()
         after.freed, after.record = freed, f"/records/{len(self.scans)}.jsonl" if freed else ""
         return after
 
     def unfinalize(self, call):
-        self.calls.append(dict(call.kwargs, after_tests=self.ran.exists()))
+        self.calls.append(dict(arguments(call), after_tests=self.ran.exists()))
         outcomes = [
             Outcome(g.kind.lower(), name, Action.UNFINALIZED, ns, [g.finalizer])
             for g in call.groups

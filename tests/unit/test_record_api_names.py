@@ -46,7 +46,7 @@ def undo_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any
     def connect(_: object) -> Iterator[SimpleNamespace]:
         yield SimpleNamespace(context="ctx", host="https://s")
 
-    def start(record: str | None, **_: object) -> None:
+    def recorded(record: str | None, *_: object) -> None:
         seen["record"] = record
         raise Stop
 
@@ -56,7 +56,7 @@ def undo_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any
 
     monkeypatch.setattr(record_api, "connect", connect)
     monkeypatch.setattr(record_api, "find", find)
-    monkeypatch.setattr(record_api, "start", start)
+    monkeypatch.setattr(record_api, "recorded", recorded)
     return seen
 
 

@@ -4,7 +4,7 @@ deletions in scope, a built-in controller's finalizer only when named, one call 
 
 from __future__ import annotations
 
-from test_plugin_modes import KOPF, group
+from test_plugin_modes import KOPF, arguments, group
 
 from kubectl_unfinalize import ScanReport, State, TerminatingCrd
 from kubectl_unfinalize.scanning.remedy import Scope as Narrowing
@@ -16,7 +16,7 @@ EVERYTHING = Narrowing()
 
 def calls(*groups, narrowing=EVERYTHING, grace=5.0, crds=(), settle=False):
     report = ScanReport(groups=list(groups), crds=list(crds))
-    return [call.kwargs for call in plan(report, narrowing, grace, settle)]
+    return [arguments(call) for call in plan(report, narrowing, grace, settle)]
 
 
 def test_only_stuck_deletions_are_freed():
@@ -79,7 +79,7 @@ def test_blocked_only_when_asked_and_excluded_namespaces_stay_untouched():
     blocked = group("configmaps", state=State.BLOCKED, finalizer="op.example.com/x", namespaces=("a",))
     assert calls(blocked) == []
     report = ScanReport(groups=[blocked])
-    assert [c.kwargs["names"] for c in plan(report, EVERYTHING, 5.0, include_blocked=True)] == [["obj-0"]]
+    assert [list(c.selection.names) for c in plan(report, EVERYTHING, 5.0, include_blocked=True)] == [["obj-0"]]
     spread = group("configmaps", finalizer="dead.example.com/x", namespaces=("kube-system", "app"))
     assert [c["namespace"] for c in calls(spread, narrowing=Narrowing(exclude_namespaces=("kube-*",)))] == ["app"]
     crd = group(namespaces=("kube-system", "app"))
@@ -88,7 +88,7 @@ def test_blocked_only_when_asked_and_excluded_namespaces_stay_untouched():
 
 def test_a_scan_of_one_namespace_frees_a_crd_type_in_that_namespace_only():
     report = ScanReport(groups=[group()], namespace="ns-a")
-    assert [c.kwargs.get("namespace") for c in plan(report, EVERYTHING, 5.0)] == ["ns-a"]
+    assert [c.namespace for c in plan(report, EVERYTHING, 5.0)] == ["ns-a"]
 
 
 def test_a_stuck_terminating_crd_no_object_explains_is_deleted_as_its_command_says():
@@ -103,7 +103,7 @@ def test_a_stuck_namespace_is_deleted_and_waited_on_only_when_all_it_holds_is_fr
     ns = TerminatingNamespace("test-1", 60.0, [], [], [], stuck=True)
     dead = group("configmaps", finalizer="dead.example.com/x", namespaces=("test-1",))
     report = ScanReport(groups=[dead], namespaces=[ns])
-    assert plan(report, EVERYTHING, 5.0)[-1].kwargs == {
+    assert arguments(plan(report, EVERYTHING, 5.0)[-1]) == {
         "namespaces": ["test-1"], "delete": True, "only_terminating": True, "finalizers": ["dead.example.com/x"]
     }  # fmt: skip
     working = group("secrets", state=State.WORKING, finalizer="op.example.com/y", namespaces=("test-1",))

@@ -123,7 +123,7 @@ class Engine:
         if options.delete and options.wait and options.dry_run is DryRun.NONE:
             if warning := too_long(len(targets.crds), options.deadline_seconds):
                 self._on_warning(warning)
-        over_cap(self.cluster, options, targets)  # raises before the first write
+        over_cap(self.cluster, [(options, targets)], options.max_objects, "this run")  # before the first write
         started = time.monotonic()
         report = Report(dry_run=self.options.dry_run, skipped=list(skipped))
         pending = _Targets(

@@ -12,6 +12,7 @@ sent, and the object's outcome says so."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any, cast
 
 from ..errors import InputError, UnfinalizeError
@@ -100,23 +101,21 @@ def recorded(cluster: Cluster, journal: Journal, cap: Cap) -> Cluster:
     return cast(Cluster, Recorded(cluster, journal, cap))
 
 
-def over_cap(cluster: Cluster, options: Options, targets: Targets) -> None:
-    """--max-objects before the first write: count what the selection would change now (the
-    CRDs' instances by a metadata list, named objects by a read; a namespace counts itself,
-    its contents are held to the cap while the run goes) and refuse when it is more."""
-    limit = options.max_objects
-    if limit is None or options.dry_run is not DryRun.NONE:
+def over_cap(cluster: Cluster, runs: Sequence[tuple[Options, Targets]], limit: int | None, subject: str) -> None:
+    """--max-objects before the first write: count what the runs would change now together
+    (the CRDs' instances by a metadata list, named objects by a read; a namespace counts
+    itself, its contents are held to the cap while the run goes) and refuse when it is
+    more. One run, or every call of a scan --free; a dry run writes nothing to count."""
+    if limit is None or all(options.dry_run is not DryRun.NONE for options, _ in runs):
         return
-    count = changes(cluster, options, targets)
+    count = sum(_changes_of(cluster, options, targets) for options, targets in runs)
     if count > limit:
         raise InputError(
-            f"the selection holds {count} objects this run would change, more than --max-objects {limit};"
-            " nothing was changed"
+            f"{subject} would change {count} objects, more than --max-objects {limit}; nothing was changed"
         )
 
 
-def changes(cluster: Cluster, options: Options, targets: Targets) -> int:
-    """How many objects a run of `targets` would change now (scan --free adds its calls')."""
+def _changes_of(cluster: Cluster, options: Options, targets: Targets) -> int:
     count = 0
     query = ListQuery(options.namespace, options.label_selector, options.field_selector, options.chunk_size)
     for crd in targets.crds:
@@ -126,8 +125,7 @@ def changes(cluster: Cluster, options: Options, targets: Targets) -> int:
     for ref in targets.objects:
         meta = cluster.get_meta(ref)
         count += meta is not None and (options.delete or _changes(options, meta))
-    count += len(targets.namespaces) if options.delete else 0
-    return count
+    return count + len(targets.namespaces)  # its delete, or its own finalizers
 
 
 def _changes(options: Options, meta: ObjectMeta) -> bool:

@@ -1,6 +1,7 @@
-"""What to free from one scan, as calls of the public `unfinalize(...)`: pure, so the
-rules are unit-tested on plain data. `scan --free`, Python `scan(free=True)` and the
-pytest plugin's free and strict modes all free through this plan (and api's free run).
+"""What to free from one scan, as calls of the public `unfinalize(...)` (a Selection and the
+few options a call sets, typed): pure, so the rules are unit-tested on plain data. `scan
+--free`, Python `scan(free=True)` and the pytest plugin's free and strict modes all free
+through this plan (and api's free run).
 
 The rules, the design's own: only objects already being deleted (`only_terminating`), only
 the finalizers scan judged stuck (held past the grace, no controller seen: no write since
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
 
+from ..options import DryRun, Options, Selection
 from .model import Group, ScanReport, State, TerminatingCrd, TerminatingNamespace
 
 
@@ -94,11 +95,27 @@ class Scope:
 
 @dataclass(frozen=True)
 class Call:
-    """Keyword arguments of one unfinalize(...) and the groups it frees."""
+    """One unfinalize(...) of the plan: what it selects, the finalizers it removes (none: a
+    stuck CRD's delete alone), in which namespace, whether it deletes (waits for the CRDs or
+    namespaces it names to go), and the groups it frees. Always only_terminating."""
 
-    kwargs: dict[str, Any]
+    selection: Selection
     resource: str
+    finalizers: tuple[str, ...] = ()
+    namespace: str | None = None
+    delete: bool = False
     groups: tuple[Group, ...] = field(default=(), compare=False)
+
+    def options(self, dry_run: DryRun, chunk_size: int) -> Options:
+        """The Options unfinalize(...) builds for this call."""
+        return Options(
+            namespace=self.namespace,
+            delete=self.delete,
+            only_terminating=True,
+            finalizers=self.finalizers,
+            dry_run=dry_run,
+            chunk_size=chunk_size,
+        )
 
 
 def freeable(group: Group, scope: Scope, grace: float, include_blocked: bool = False) -> bool:
@@ -126,7 +143,7 @@ def plan(
     for crd in report.crds:  # stuck with no held object to blame: as its printed command
         if crd.stuck and crd.name not in explained and not scope.narrowed and scope.covers_crd(crd):
             if not scope.finalizers:
-                calls.append(Call({"crds": [crd.name], "delete": True, "only_terminating": True}, crd.name))
+                calls.append(Call(Selection(crds=(crd.name,)), crd.name, delete=True))
     return calls
 
 
@@ -137,14 +154,9 @@ def _namespaces(report: ScanReport, scope: Scope, grace: float, include_blocked:
             continue
         inside = [g for g in report.groups if g.terminating and _holds(g, namespace.name)]
         if inside and all(freeable(g, scope, grace, include_blocked) for g in inside):
-            finalizers = sorted({g.finalizer for g in inside})
-            kwargs = {
-                "namespaces": [namespace.name],
-                "delete": True,
-                "only_terminating": True,
-                "finalizers": finalizers,
-            }
-            calls.append(Call(kwargs, "namespaces", tuple(inside)))
+            finalizers = tuple(sorted({g.finalizer for g in inside}))
+            selected = Selection(namespaces=(namespace.name,))
+            calls.append(Call(selected, "namespaces", finalizers, delete=True, groups=tuple(inside)))
     return calls
 
 
@@ -156,34 +168,25 @@ def _holds(group: Group, namespace: str) -> bool:
 
 def _calls(resource: str, groups: list[Group], scope: Scope, going: set[str], listed: str | None) -> list[Call]:
     """`listed`: the one namespace the scan read (-n), else None."""
-    finalizers = sorted({g.finalizer for g in groups})
-    first = groups[0]
-    common: dict[str, Any] = {"finalizers": finalizers}
+    finalizers = tuple(sorted({g.finalizer for g in groups}))
+    first, held = groups[0], tuple(groups)
     if first.crd:  # the CRD sweep lists every object of the type (paginated), not only the names scan kept
+        crds = Selection(crds=(first.crd,))
         if listed is not None and first.namespaced:
-            return [Call({"crds": [first.crd], "namespace": listed, "only_terminating": True, **common}, resource,
-                         tuple(groups))]  # fmt: skip
+            return [Call(crds, resource, finalizers, namespace=listed, groups=held)]
         if not scope.narrowed or not first.namespaced:
-            if first.crd in going:
-                common["delete"] = True
-            return [Call({"crds": [first.crd], "only_terminating": True, **common}, resource, tuple(groups))]
+            return [Call(crds, resource, finalizers, delete=first.crd in going, groups=held)]
         spaces = sorted({ns for g in groups for ns in scope.in_namespaces(g)})
-        return [
-            Call({"crds": [first.crd], "namespace": ns, "only_terminating": True, **common}, resource, tuple(groups))
-            for ns in spaces
-        ]
+        return [Call(crds, resource, finalizers, namespace=ns, groups=held) for ns in spaces]
     names = sorted({pair for g in groups for pair in scope.names(g)}, key=lambda p: (p[0] or "", p[1]))
     if resource == "namespaces":  # their own metadata.finalizers, and the same finalizers inside being deleted
-        spaces = [name for _, name in names]
-        return [Call({"namespaces": spaces, "only_terminating": True, **common}, resource, tuple(groups))]
+        return [Call(Selection(namespaces=tuple(name for _, name in names)), resource, finalizers, groups=held)]
     by_namespace: dict[str | None, list[str]] = {}
     for ns, name in names:
         by_namespace.setdefault(ns, []).append(name)
     return [
         Call(
-            {"resource": resource, "names": by_namespace[ns], "namespace": ns, "only_terminating": True, **common},
-            resource,
-            tuple(groups),
+            Selection(resource=resource, names=tuple(by_namespace[ns])), resource, finalizers, namespace=ns, groups=held
         )
         for ns in sorted(by_namespace, key=lambda n: n or "")
     ]
