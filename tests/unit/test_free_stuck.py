@@ -88,3 +88,22 @@ def test_a_dry_run_changes_nothing_and_writes_no_record(cluster: FakeCluster, tm
     freed, record = free(cluster, tmp_path, dry_run=DryRun.CLIENT)
     assert record == "" and len(freed) == 2
     assert sum(1 for s in cluster.objects.values() if s.finalizers == [DEAD]) == 4
+
+
+def test_a_stuck_namespace_counts_once_against_max_objects(cluster: FakeCluster, tmp_path: Path) -> None:
+    """Its delete and the finalizers inside are one call; the namespace is one object more
+    than what its groups hold (it was counted twice, and a cap of exactly that refused)."""
+    from kubectl_unfinalize import TerminatingNamespace
+
+    del cluster.objects[next(r for r in cluster.objects if r.name == "alive")]  # nothing live holds it
+    ref = cluster.add_namespace("ns")
+    cluster.objects[ref].terminating = True
+    report = scan_report()
+    report.namespaces.append(TerminatingNamespace("ns", 60.0, [], [], [], stuck=True))
+    scan = ScanOptions(free=FreeOptions(record=str(tmp_path / "r.jsonl"), max_objects=5))
+    with pytest.raises(InputError, match="would change 5 objects, more than --max-objects 4"):
+        free_stuck(cluster, report, ScanOptions(free=FreeOptions(max_objects=4)), Deadline(30), pytest.fail, HEADER, "")
+    freed, _ = free_stuck(cluster, report, scan, Deadline(30), pytest.fail, HEADER, "default")
+    assert [f.resource for f in freed] == ["configmaps", WIDGET_CRD.name, "namespaces"]
+    assert all(f.report is not None and f.report.ok for f in freed), freed
+    assert ref not in cluster.objects  # gone: its delete waited for it
