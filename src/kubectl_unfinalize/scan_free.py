@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from .deadline import Deadline
 from .engine import Engine
-from .engine.recording import over_cap
+from .engine.cap import over_cap
 from .errors import InputError, UnfinalizeError
 from .kube.cluster import HttpCluster
 from .kube.config import connect

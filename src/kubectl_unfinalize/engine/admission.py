@@ -25,14 +25,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from ..errors import ApiError, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster, Deleted
-from ..model import Action, ObjectMeta, ObjectRef, Resource
+from ..model import Action, ObjectRef, Resource
 from ..options import DryRun, Options
 from .outcomes import OutcomeBook
+from .writes import Writes
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
 VALIDATING = Resource(ADMISSION_GROUP, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False)
@@ -97,8 +98,9 @@ class Admission:
     """Per run, shared by the workers: the configurations (listed once, on the first
     refusal), the dead webhooks found, the writes refused in the pass under way."""
 
-    def __init__(self, cluster: Cluster, options: Options, book: OutcomeBook) -> None:
+    def __init__(self, cluster: Cluster, writes: Writes, options: Options, book: OutcomeBook) -> None:
         self.cluster = cluster
+        self.writes = writes  # the webhooks' own writes: capped and recorded, not guarded
         self.options = options
         self.book = book
         self.lock = threading.Lock()
@@ -279,7 +281,7 @@ class Admission:
         said = f'its webhook "{webhook.name}" ({webhook.rule}, failurePolicy {webhook.policy}) calls {webhook.backend}'
         said += f", which {webhook.state}"
         try:
-            if dry_run is DryRun.CLIENT or self.cluster.delete(webhook.config, dry_run) is not None:
+            if dry_run is DryRun.CLIENT or self.writes.delete(webhook.config, dry_run) is not None:
                 self.book.add(webhook.config, Action.DELETED, message=said)
             else:
                 self.book.add(webhook.config, Action.GONE, message="already gone")
@@ -289,29 +291,6 @@ class Admission:
         webhook.removed = dry_run is DryRun.NONE
         if webhook.removed:
             self.removed.add(webhook.config)
-
-
-class Guarded:
-    """The run's cluster for the Freer: writes go through Admission.write, the rest as is."""
-
-    def __init__(self, cluster: Cluster, admission: Admission) -> None:
-        self._cluster = cluster
-        self._admission = admission
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cluster, name)
-
-    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
-        return self._admission.write(meta.ref, "UPDATE", lambda: self._cluster.patch_finalizers(meta, keep, dry_run))
-
-    def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
-        answer = self._admission.write(ref, "DELETE", lambda: self._cluster.delete(ref, dry_run, whole))
-        self._admission.note_deleted(ref, answer)
-        return answer
-
-
-def guard(cluster: Cluster, admission: Admission) -> Cluster:
-    return cast(Cluster, Guarded(cluster, admission))
 
 
 def _rule_matches(rule: dict[str, Any], resource: Resource, operation: str) -> bool:

@@ -23,6 +23,7 @@ from ..errors import ApiError, UnfinalizeError
 from ..kube.port import Cluster
 from ..model import CRD, crd_ref
 from ..options import DryRun
+from .writes import Writes
 
 CONVERSION_FAILED = "conversion webhook for"  # the API server's own wording (apiextensions webhook converter)
 INTERNAL = ("InternalError", "Internal Server Error", "")  # the Status reason of a 500, or the HTTP phrase
@@ -95,13 +96,13 @@ def backend(message: str) -> str:
     return next((state for sign, state in DEAD_SIGNS if re.search(sign, message, re.IGNORECASE)), "")
 
 
-def disable(cluster: Cluster, crd: CRD, dry_run: DryRun) -> None:
+def disable(writes: Writes, crd: CRD, dry_run: DryRun) -> None:
     """Set spec.conversion to {strategy: None}: the API server then serves every stored
     version as is, so the objects can be listed, freed and deleted with the CRD. One
     merge patch of spec.conversion; with a server dry run nothing is stored, and a
     client dry run sends nothing."""
     if dry_run is not DryRun.CLIENT:
-        cluster.merge_patch(crd_ref(crd.name), {"spec": {"conversion": NONE}}, dry_run)
+        writes.merge_patch(crd_ref(crd.name), {"spec": {"conversion": NONE}}, dry_run)
 
 
 def remedy_line(hook: Webhook, dry_run: DryRun) -> str:

@@ -166,7 +166,7 @@ class CrdInstances:
         why = ""
         if options.delete and hook is not None and not state.reconfigured:
             try:
-                conversion.disable(self.run.cluster, state.crd, options.dry_run)
+                conversion.disable(self.run.writes, state.crd, options.dry_run)
             except UnfinalizeError as exc:
                 why = f"cannot set spec.conversion.strategy to None: {diagnose.explain(exc, 'patch', ref.resource)}"
             else:
@@ -200,7 +200,7 @@ class CrdInstances:
         the finalizer patch already, and no answer came."""
         options = self.run.options
         if options.delete and not meta.terminating and options.dry_run.sends_writes:
-            deleted = self.run.cluster.delete(meta.ref, options.dry_run)
+            deleted = self.run.writes.delete(meta.ref, options.dry_run)
             if deleted is None or deleted.remaining is None:
                 return True  # gone already, or gone at once
             meta = deleted.remaining
@@ -220,7 +220,7 @@ class CrdInstances:
                 self.run.book.add(ref, Action.DELETED)
             return True
         try:
-            deleted = self.run.cluster.delete(ref, dry_run)
+            deleted = self.run.writes.delete(ref, dry_run)
         except (Forbidden, Invalid):
             state.refused = True
             raise

@@ -9,7 +9,6 @@ from typing import Any
 
 from .. import finalizers
 from ..errors import RUN_ENDED, Conflict, NotFound, UnfinalizeError
-from ..journal import Write
 from ..kube.port import RemoveAll
 from ..model import Action, ObjectKey, ObjectMeta, ObjectRef
 from ..options import DryRun
@@ -17,7 +16,6 @@ from . import diagnose
 from .admission import Admission, Blocked
 from .background import Gate
 from .context import RunContext
-from .recording import Cap, CapReached
 from .sightings import Sightings
 
 CONFLICT_RETRIES = 10
@@ -26,14 +24,11 @@ CONFLICT_RETRIES = 10
 class Freer:
     """How every sweep (CRDs, namespaces, manifest objects) frees an object. Thread-safe."""
 
-    def __init__(
-        self, run: RunContext, admission: Admission, sightings: Sightings, cap: Cap, gate: Gate | None = None
-    ) -> None:
+    def __init__(self, run: RunContext, admission: Admission, sightings: Sightings, gate: Gate | None = None) -> None:
         self._cluster = run.cluster
+        self._writes = run.writes
         self._options = run.options
         self._book = run.book
-        self._journal = run.journal
-        self._cap = cap
         self._admission = admission
         self._sightings = sightings
         self._gate = gate or Gate()
@@ -68,9 +63,7 @@ class Freer:
             return job  # not sent: the job says why
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
-        try:
-            self._cap.take(meta.ref)
-        except CapReached:
+        if not self._writes.take(meta.ref):
             return job  # not sent: the job meets the cap again and says so
         done = partial(self._freed_in_bulk, meta)
         return RemoveAll(meta, done if then is None else partial(_both, done, then), job)
@@ -97,7 +90,7 @@ class Freer:
             keep = kept if options.finalizers or kept else None
             if options.dry_run is not DryRun.CLIENT:
                 try:
-                    version = self._cluster.patch_finalizers(meta, keep, options.dry_run)
+                    version = self._writes.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
                     if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
                         return self.freed(meta, removed, "gone right after the patch", obj)
@@ -135,11 +128,7 @@ class Freer:
         if not meta.terminating and not self._options.delete:
             self._sightings.freed_live(meta, version)
         leaks = finalizers.leaks(removed, obj, meta.external_name)
-        if self._options.dry_run is DryRun.NONE:
-            write = Write(
-                "unfinalize", meta.ref, meta.uid, meta.resource_version, version, meta.finalizers, tuple(removed)
-            )
-            self._journal.wrote(Write(**{**write.__dict__, "message": message, "leaks": leaks}))
+        self._writes.unfinalized(meta, removed, version, message, leaks, self._options.dry_run)
         self._book.of(meta, Action.UNFINALIZED, removed, message, leaks)
         return True
 
@@ -159,9 +148,7 @@ class Freer:
         return False
 
     def _failed(self, ref: ObjectRef, verb: str, message: str) -> None:
-        if self._options.dry_run is DryRun.NONE:
-            op = "unfinalize" if verb == "free" else verb
-            self._journal.wrote(Write(op, ref, outcome="failed", message=message))
+        self._writes.failed(ref, "unfinalize" if verb == "free" else verb, message, self._options.dry_run)
         self._book.add(ref, Action.FAILED, message=message)
 
 

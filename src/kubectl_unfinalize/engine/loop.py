@@ -31,8 +31,9 @@ from ..kube.port import Cluster, PlumbedCluster
 from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
 from . import diagnose, namespace_reads, object_sweep
-from .admission import Admission, guard
+from .admission import Admission
 from .background import Gate
+from .cap import Cap, over_cap
 from .context import RunContext
 from .crd_instances import CrdInstances, CrdState
 from .crds import CLEANUP_SECONDS, CrdPass, due, too_long
@@ -43,9 +44,9 @@ from .object_sweep import ObjectState, ObjectSweep
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
 from .preflight import ask_ahead, preflight
-from .recording import Cap, over_cap, recorded
 from .sightings import Sightings
 from .workers import Workers
+from .writes import Writes
 
 DIAGNOSIS_GRACE = 5.0  # the deadline has passed; reading what blocks gets this much more
 FIRST_POLL = 0.01  # a small teardown's CRD is often gone within tens of ms; doubling reaches --poll soon
@@ -84,12 +85,12 @@ class Engine:
         self.deadline = deadline
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
         self.cap = Cap(options.max_objects)
-        writes = recorded(cluster, journal, self.cap)  # every write is counted against the cap and recorded
-        self.admission = Admission(writes, options, self.book)
-        run = RunContext(guard(writes, self.admission), options, self.book, deadline, journal)
+        writes = Writes(cluster, journal, self.cap)  # every write: capped, recorded (and guarded)
+        self.admission = Admission(cluster, writes, options, self.book)
+        run = RunContext(cluster, writes.guarded(self.admission), options, self.book, deadline)
         self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
-        self.freer = Freer(run, self.admission, self.sightings, self.cap, self.gate)
+        self.freer = Freer(run, self.admission, self.sightings, self.gate)
         self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
         self.objects = ObjectSweep(run, self.freer)
         start = options.concurrency if cluster.far() else START

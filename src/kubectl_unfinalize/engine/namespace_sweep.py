@@ -191,7 +191,7 @@ class NamespaceSweep:
         if found.terminating:
             return True
         if dry_run.sends_writes:
-            deleted = self.run.cluster.delete(ref, dry_run)
+            deleted = self.run.writes.delete(ref, dry_run)
             if deleted is None:
                 return True
             state.uid = deleted.uid or found.uid

@@ -78,7 +78,7 @@ class ObjectSweep:
             obj.deleted = True
             self.run.book.add(obj.ref, Action.DELETED)
             return self.freer.free_known(meta)
-        deleted = self.run.cluster.delete(obj.ref, dry_run)
+        deleted = self.run.writes.delete(obj.ref, dry_run)
         if deleted is None:
             return self.freer.missing(obj.ref)
         obj.deleted, obj.uid = True, deleted.uid
