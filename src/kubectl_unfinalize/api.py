@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING
 
 from .deadline import Deadline
 from .engine import Engine, OutcomeListener, ProgressListener
-from .errors import InputError
 from .kube.cluster import HttpCluster
 from .kube.config import connect
 from .model import Report, Targets
-from .options import ConnectionOptions, DryRun, Options, Selection
+from .options import ConnectionOptions, DryRun, Options, Selection, connection_of
 from .records.recorded import Header, recorded, report_counts
 from .resolve import resolve
 from .resolve.documents import declared_crds
@@ -102,8 +101,6 @@ def unfinalize(
     is gone and that refused a write of this run (each one is an outcome); without it such
     a configuration is named, and the writes it refuses are not sent again.
     """
-    if connection is not None and (kubeconfig or context):
-        raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
     selection = Selection(
         crds=tuple(crds),
         group=group,
@@ -136,7 +133,7 @@ def unfinalize(
         backup=backup,
         max_objects=max_objects,
     )
-    connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
+    connection = connection_of(connection, kubeconfig, context)
     return run(
         selection,
         options,
@@ -254,8 +251,6 @@ def scan(
     from .scanning.evidence import GRACE
     from .scanning.options import ScanOptions, free_options
 
-    if connection is not None and (kubeconfig or context):
-        raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
     options = ScanOptions(
         namespace=namespace,
         include_live=include_live,
@@ -266,10 +261,18 @@ def scan(
         timeout=timeout,
         wait=wait,
         free=free_options(
-            free, namespaces, groups, finalizers, exclude_namespaces, include_blocked, dry_run, max_objects, record
+            free,
+            namespaces=namespaces,
+            groups=groups,
+            finalizers=finalizers,
+            exclude_namespaces=exclude_namespaces,
+            include_blocked=include_blocked,
+            dry_run=dry_run,
+            max_objects=max_objects,
+            record=record,
         ),
     )
-    connection = connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
+    connection = connection_of(connection, kubeconfig, context)
     return run_scan(options, connection, interrupt=interrupt)
 
 

@@ -135,8 +135,7 @@ class Options:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))
         if self.backup and not self.delete:
             raise InputError("--backup keeps what --delete deletes: use it with --delete")
-        if self.max_objects is not None and self.max_objects < 0:
-            raise InputError("--max-objects must be 0 or more")
+        check_cap(self.max_objects)
         object.__setattr__(self, "finalizers", tuple(self.finalizers))
         check_bounds(self.concurrency, self.chunk_size, self.timeout)
         if not self.wait and not self.delete:
@@ -165,6 +164,12 @@ def check_bounds(concurrency: int, chunk_size: int, timeout: float | None) -> No
         raise InputError("--timeout must be greater than 0")
 
 
+def check_cap(max_objects: int | None) -> None:
+    """--max-objects, a run's and scan --free's."""
+    if max_objects is not None and max_objects < 0:
+        raise InputError(f"--max-objects must be 0 or more, not {max_objects}")
+
+
 @dataclass(frozen=True)
 class ConnectionOptions:
     """kubectl's connection flags; each is honoured or refused, never ignored."""
@@ -186,6 +191,8 @@ class ConnectionOptions:
     request_timeout: float | None = None
     verbosity: int = 0
     log: Callable[[str], None] | None = field(default=None, compare=False)
+    # kubectl's warnings about the configuration (kuberc's); None: Python's warnings (RuntimeWarning)
+    warn: Callable[[str], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "as_groups", tuple(self.as_groups))
@@ -199,3 +206,13 @@ class ConnectionOptions:
             raise ConfigError("--as needs a user name")
         if any(not group.strip() for group in self.as_groups):
             raise ConfigError("--as-group needs a group name")
+
+
+def connection_of(
+    connection: ConnectionOptions | None, kubeconfig: str | None, context: str | None
+) -> ConnectionOptions:
+    """The Python API's connection keywords, one rule for every verb: kubeconfig and
+    context, or connection= alone."""
+    if connection is not None and (kubeconfig or context):
+        raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
+    return connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)

@@ -12,9 +12,9 @@ from .deadline import Deadline
 from .errors import InputError
 from .kube.cluster import HttpCluster
 from .kube.config import connect
-from .options import ConnectionOptions, DryRun
+from .options import ConnectionOptions, DryRun, connection_of
 from .records.history import newest_to_undo, of_context, summary
-from .records.model import RecordSummary, UndoReport
+from .records.model import RecordSummary, UndoReport, history_document
 from .records.reading import Record, find, load
 from .records.recorded import Header, recorded
 from .records.undo import Undo
@@ -31,7 +31,7 @@ def history(
     """The records of the connection's context (by context name and server), newest first.
     `interrupt` is taken for the verbs' one shape: history reads the kubeconfig and local
     files only, and ends at once."""
-    with connect(_connection(connection, kubeconfig, context)) as transport:
+    with connect(connection_of(connection, kubeconfig, context)) as transport:
         return of_context(transport.context, transport.host, _folder(folder))
 
 
@@ -50,7 +50,7 @@ def read_record(
     context with `last`."""
     ref = _ref(ref, last, renamed.pop("record", None), "read_record")
     _no_more(renamed, "read_record")
-    connection = _connection(connection, kubeconfig, context)
+    connection = connection_of(connection, kubeconfig, context)
     if ref is None:
         if not last:
             raise InputError("name a record, or pass last=True")
@@ -89,7 +89,7 @@ def undo(
         warnings.warn("undo(record_to=...) is now undo(record=...)", DeprecationWarning, stacklevel=2)
         record = renamed.pop("record_to")
     _no_more(renamed, "undo")
-    connection = _connection(connection, kubeconfig, context)
+    connection = connection_of(connection, kubeconfig, context)
     dry = DryRun.parse(dry_run)
     with connect(connection) as transport:
         if ref is None:
@@ -136,14 +136,8 @@ def _same_cluster(record: Record, context: str, server: str, named: str | None) 
     )
 
 
-def _connection(connection: ConnectionOptions | None, kubeconfig: str | None, context: str | None) -> ConnectionOptions:
-    if connection is not None and (kubeconfig or context):
-        raise InputError("pass kubeconfig and context inside connection=, or connection= alone")
-    return connection or ConnectionOptions(kubeconfig=kubeconfig, context=context)
-
-
 def _folder(folder: str | None) -> Path | None:
     return Path(folder).expanduser() if folder else None
 
 
-__all__ = ["history", "read_record", "summary", "undo"]
+__all__ = ["history", "history_document", "read_record", "summary", "undo"]

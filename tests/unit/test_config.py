@@ -146,7 +146,7 @@ def test_only_auth_providers_and_basic_auth_are_left_to_the_kubernetes_client(tm
     }))  # fmt: skip
     found = resolve(ConnectionOptions(), [str(path)])
     assert found is not None and found.user == user and found.server == "https://k.example"
-    assert (user_credential(found.user_name, found.user, found.base, found.cluster) is None) == client
+    assert (user_credential(found.user_name, found.user, found.base, found.cluster, warn=pytest.fail) is None) == client
     if not client:
         assert (found.cert_file, found.key_file) == (
             f"{tmp_path}/relative/client.crt",

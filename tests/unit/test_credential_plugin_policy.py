@@ -39,23 +39,23 @@ def plugin(directory, name="get-token"):
 
 
 def test_no_kuberc_kuberc_off_and_an_empty_file_set_no_policy(home, tmp_path, monkeypatch):
-    assert kuberc.load() is None
+    assert kuberc.load(pytest.fail) is None
     write(home / ".kube" / "kuberc", HEAD + "credentialPluginPolicy: DenyAll\n")
-    assert kuberc.load().kind == "DenyAll"
+    assert kuberc.load(pytest.fail).kind == "DenyAll"
     monkeypatch.setenv("KUBERC", "off")
-    assert kuberc.load() is None
+    assert kuberc.load(pytest.fail) is None
     monkeypatch.setenv("KUBERC", write(tmp_path / "empty", "\n---\n"))
-    assert kuberc.load() is None
+    assert kuberc.load(pytest.fail) is None
 
 
 def test_kuberc_names_the_file_and_a_missing_one_is_an_error(home, tmp_path, monkeypatch):
     monkeypatch.setenv("KUBERC", write(tmp_path / "rc", HEAD + "credentialPluginPolicy: Allowlist\n"
                                        "credentialPluginAllowlist: [{command: /bin/a}, {name: b}]\n"))  # fmt: skip
-    policy = kuberc.load()
+    policy = kuberc.load(pytest.fail)
     assert (policy.kind, policy.allowlist, policy.source) == ("Allowlist", ("/bin/a", "b"), str(tmp_path / "rc"))
     monkeypatch.setenv("KUBERC", str(tmp_path / "nope"))
     with pytest.raises(ConfigError, match=rf"^kuberc: open {tmp_path}/nope: no such file or directory$"):
-        kuberc.load()
+        kuberc.load(pytest.fail)
 
 
 def test_a_default_kuberc_without_usable_preferences_is_a_warning_and_no_policy(home, monkeypatch):
@@ -68,7 +68,7 @@ def test_a_default_kuberc_without_usable_preferences_is_a_warning_and_no_policy(
     ]
     monkeypatch.setenv("KUBERC", str(home / ".kube" / "kuberc"))
     with pytest.raises(ConfigError, match="^kuberc: no valid preferences found in"):
-        kuberc.load()
+        kuberc.load(pytest.fail)
 
 
 def test_the_first_usable_document_serves_and_unknown_fields_are_a_warning(home):
@@ -109,7 +109,7 @@ def test_a_policy_in_a_v1alpha1_preference_is_not_read_as_kubectl_does_not(home)
 def test_an_invalid_policy_ends_the_run_in_kubectls_words(home, body, problem):
     path = write(home / ".kube" / "kuberc", HEAD + body)
     with pytest.raises(ConfigError) as info:
-        kuberc.load()
+        kuberc.load(pytest.fail)
     assert str(info.value) == f"kuberc {path}: {problem}"
 
 

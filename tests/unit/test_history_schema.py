@@ -13,9 +13,10 @@ import jsonschema
 import pytest
 import yaml
 
-from kubectl_unfinalize.cli.record_output import document, history_document, undo_document
+from kubectl_unfinalize.cli.record_output import document, undo_document
 from kubectl_unfinalize.journal import Write
 from kubectl_unfinalize.model import CRD_RESOURCE, ObjectRef, Resource
+from kubectl_unfinalize.record_api import history_document
 from kubectl_unfinalize.records.history import summary
 from kubectl_unfinalize.records.model import UndoItem, UndoReport
 from kubectl_unfinalize.records.reading import load

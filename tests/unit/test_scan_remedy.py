@@ -110,3 +110,46 @@ def test_a_stuck_namespace_is_deleted_and_waited_on_only_when_all_it_holds_is_fr
     report = ScanReport(groups=[dead, working], namespaces=[ns])
     assert [c.resource for c in plan(report, EVERYTHING, 5.0)] == ["configmaps"]
     assert plan(ScanReport(groups=[dead], namespaces=[ns]), Narrowing(exclude_namespaces=("test-*",)), 5.0) == []
+
+
+def _printed(command: str):
+    """The Selection and Options the command line builds from a command scan printed."""
+    import shlex
+
+    from kubectl_unfinalize.cli.commands import RunCommand, parse
+
+    words = shlex.split(command)
+    assert words[:2] == ["kubectl", "unfinalize"], command
+    parsed = parse(words[2:])
+    assert isinstance(parsed, RunCommand), command
+    return parsed.selection, parsed.options
+
+
+def test_the_printed_fix_and_the_plan_free_the_same_where_they_should():
+    """A CRD that stays (its objects being deleted, by the stuck finalizer) and a type's
+    objects by name: what scan prints to paste and what scan --free runs select the same
+    objects and remove the same finalizers. (A Terminating CRD's printed `--delete` frees
+    every finalizer of it on purpose: the plan frees only the stuck one.)"""
+    from kubectl_unfinalize.options import DryRun
+    from kubectl_unfinalize.scanning.commands import group_commands
+
+    staying = group(finalizer="op.example.com/cleanup", namespaces=("ns-a", "ns-b"))
+    maps = group("configmaps", finalizer="dead.example.com/x", namespaces=("b", "a", "b"))
+    for held in (staying, maps):
+        printed = group_commands(held.finalizer, held.resource, held.crd, False, held.names, None)
+        planned = plan(ScanReport(groups=[held]), EVERYTHING, 5.0)
+        assert len(printed) == len(planned), (printed, planned)
+        for command, call in zip(printed, planned, strict=True):
+            selection, options = _printed(command)
+            ran = call.options(DryRun.NONE, options.chunk_size)
+            assert (selection.crds, selection.resource, selection.names) == (
+                call.selection.crds,
+                call.selection.resource,
+                call.selection.names,
+            ), command
+            assert (options.finalizers, options.namespace, options.delete) == (
+                ran.finalizers,
+                ran.namespace,
+                ran.delete,
+            ), command
+            assert options.only_terminating or not held.crd  # a type's objects are named: they are the held ones

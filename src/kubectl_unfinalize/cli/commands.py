@@ -17,7 +17,7 @@ from ..options import ConnectionOptions, Options, Selection
 from ..scanning.options import ScanOptions, free_options
 from .connection_flags import to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, UsageError, build_parser, normalize_argv
-from .process import err
+from .process import err, warn
 from .record_flags import HISTORY_WORDS, UNDO_WORDS
 from .scan_flags import SCAN_LISTS, SCAN_WORDS, scan_problem
 from .type_words import check_type_form, type_selection
@@ -103,13 +103,13 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
                 _no_record_flags(args, "scan")
             elif args.backup or args.last:
                 raise UsageError("--backup and --last do not apply to scan --free")
-            return ScanCommand(_scan_options(args), to_connection_options(args, log=err), output)
+            return ScanCommand(_scan_options(args), to_connection_options(args, log=err, warn=warn), output)
         if word in HISTORY_WORDS + UNDO_WORDS:
             return _record_command(args, word, output)
         if args.last:
             raise UsageError("--last applies to history and undo")
         selection, options = _run_options(args, word)
-        connection = to_connection_options(args, log=err)
+        connection = to_connection_options(args, log=err, warn=warn)
         return RunCommand(selection, options, connection, output, args.interactive, args.record)
     except InputError as exc:  # the rules the Python API shares live in the option classes
         raise UsageError(str(exc)) from None
@@ -126,7 +126,7 @@ def _record_command(args: argparse.Namespace, word: str, output: Output) -> Hist
         raise UsageError(f"--backup and --max-objects apply to a run, not to {word}")
     if output.format in ("name", "wide"):
         raise UsageError(f"{word}: -o text, json or yaml")
-    connection = to_connection_options(args, log=err)
+    connection = to_connection_options(args, log=err, warn=warn)
     ref = ids[0] if ids else None
     if word in HISTORY_WORDS:
         if args.dry_run != "none":
@@ -155,14 +155,14 @@ def _scan_options(args: argparse.Namespace) -> ScanOptions:
         wait=bool(args.wait),
         free=free_options(
             args.free,
-            (),
-            (),
-            args.finalizer,
-            args.exclude_namespace,
-            args.include_blocked,
-            args.dry_run,
-            args.max_objects,
-            args.record,
+            namespaces=(),
+            groups=(),
+            finalizers=args.finalizer,
+            exclude_namespaces=args.exclude_namespace,
+            include_blocked=args.include_blocked,
+            dry_run=args.dry_run,
+            max_objects=args.max_objects,
+            record=args.record,
         ),
     )
 

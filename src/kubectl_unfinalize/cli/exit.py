@@ -13,9 +13,8 @@ from .flags import UsageError
 from .process import err, print_traceback
 
 if TYPE_CHECKING:
+    from .. import ScanReport, UndoReport
     from ..model import Report
-    from ..records.model import UndoReport
-    from ..scanning.model import ScanReport
 
 OK = ExitStatus.OK  # a command that did what it was asked
 
@@ -46,11 +45,8 @@ def of_report(report: Report, signum: int | None) -> ExitStatus:
 
 
 def of_scan(report: ScanReport) -> ExitStatus:
-    """scan as a CI gate: 1 while something is stuck or blocked, 3 while something is
-    pending, else 0."""
-    if report.stuck or report.blocked:
-        return ExitStatus.FAILED
-    return ExitStatus.PENDING if report.pending else ExitStatus.OK
+    """scan as a CI gate: the report's own rule (ScanReport.exit_status)."""
+    return report.exit_status
 
 
 def of_undo(report: UndoReport) -> ExitStatus:

@@ -17,6 +17,16 @@ def err(text: str) -> None:
     sys.stderr.flush()
 
 
+def warn(text: str) -> None:
+    """A warning as kubectl prints one: what the run goes on despite."""
+    err(f"warning: {text}")
+
+
+def command_line() -> str:
+    """What a record's header says was run."""
+    return " ".join(["kubectl unfinalize", *sys.argv[1:]])
+
+
 def print_traceback(verbose: int) -> None:
     if verbose:
         import traceback

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .exit import of_undo
-from .process import err
+from .process import command_line, err, warn
 
 if TYPE_CHECKING:
     from .commands import HistoryCommand, UndoCommand
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 def history(command: HistoryCommand) -> int:
     from ..record_api import history as list_records
-    from ..record_api import read_record, summary
-    from .record_output import document, history_document, history_table, record_lines
+    from ..record_api import history_document, read_record, summary
+    from .record_output import document, history_table, record_lines
 
     output = command.output.format
     folder = command.folder
@@ -49,8 +49,8 @@ def undo(command: UndoCommand) -> int:
         connection=command.connection,
         folder=command.folder,
         record=command.folder,
-        command=" ".join(["kubectl unfinalize", *sys.argv[1:]]),
-        on_warning=lambda text: err(f"warning: {text}"),
+        command=command_line(),
+        on_warning=warn,
     )
     if command.output.format in ("json", "yaml"):
         _out(document(undo_document(report), command.output.format))

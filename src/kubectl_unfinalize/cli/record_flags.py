@@ -9,13 +9,11 @@ UNDO_WORDS = ("undo",)
 
 
 def _count(value: str) -> int:
+    """A number; its bound is the options' (options.check_cap), as for the Python API."""
     try:
-        number = int(value)
+        return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
-    return number
 
 
 def add_record_flags(group: argparse._ArgumentGroup) -> None:

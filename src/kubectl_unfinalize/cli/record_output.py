@@ -7,10 +7,8 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..records.model import API_VERSION, RecordSummary, UndoReport
-
 if TYPE_CHECKING:
-    from .. import Record
+    from .. import Record, RecordSummary, UndoReport
     from ..journal import Write
 
 _COUNTS = (("unfinalized", "freed"), ("deleted", "deleted"), ("failed", "failed"), ("mayLeak", "may leak"))
@@ -22,10 +20,6 @@ def document(data: dict[str, Any], output: str) -> str:
     import yaml
 
     return str(yaml.safe_dump(data, sort_keys=False))
-
-
-def history_document(summaries: list[RecordSummary]) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "History", "items": [s.to_dict() for s in summaries]}
 
 
 def history_table(summaries: list[RecordSummary]) -> Iterator[str]:

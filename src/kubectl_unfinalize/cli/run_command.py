@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import UnfinalizeError
 from .exit import of_report
 from .flags import UsageError
-from .process import Stopped, err, signals_stop
+from .process import Stopped, command_line, err, signals_stop, warn
 
 if TYPE_CHECKING:
     from ..model import Outcome, Report, Targets
@@ -101,9 +101,9 @@ def run(command: RunCommand) -> int:
                 confirm=(lambda targets: confirm(targets, delete)) if command.interactive else None,
                 retain=False,
                 interrupt=interrupt,
-                on_warning=lambda text: err(f"warning: {text}"),
+                on_warning=warn,
                 record=command.record,
-                command=" ".join(["kubectl unfinalize", *sys.argv[1:]]),
+                command=command_line(),
             )
         except UnfinalizeError:
             if interrupt.is_set():  # what failed was cut short by Ctrl-C or SIGTERM

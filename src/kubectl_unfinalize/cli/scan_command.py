@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UnfinalizeError
 from .exit import of_scan, stopped
-from .process import Stopped, err, signals_stop
+from .process import Stopped, command_line, err, signals_stop, warn
 
 if TYPE_CHECKING:
     from .commands import ScanCommand
@@ -23,11 +23,11 @@ def scan(command: ScanCommand) -> int:
     interrupt = threading.Event()
     options = command.options
     if options.free is not None:  # what the record's header says was run
-        line = " ".join(["kubectl unfinalize", *sys.argv[1:]])
-        options = dataclasses.replace(options, free=dataclasses.replace(options.free, command=line))
+        free = dataclasses.replace(options.free, command=command_line())
+        options = dataclasses.replace(options, free=free)
     with signals_stop(interrupt) as stop:
         try:
-            warned = {"on_warning": err} if options.free is not None else {}
+            warned = {"on_warning": warn} if options.free is not None else {}
             report = run_scan(options, command.connection, interrupt=interrupt, **warned)
         except UnfinalizeError:
             if interrupt.is_set():

@@ -67,7 +67,10 @@ def _credential(options: ConnectionOptions, found: Resolved) -> tuple[Credential
             " to use the clientCert authentication method."
         )
     certificate = bool(found.cert_file or found.cert_data)  # and its key: client-go's HasCertAuth
-    given = user_credential(found.user_name, found.user, found.base, found.cluster, options.token, certificate)
+    warn = options.warn or _warning
+    given = user_credential(
+        found.user_name, found.user, found.base, found.cluster, options.token, certificate, warn=warn
+    )
     if given is not None:
         return given
     provider = found.user.get("auth-provider")
@@ -202,3 +205,11 @@ def _tls_context(found: Resolved) -> ssl.SSLContext:
             except OSError as exc:
                 raise ConfigError(f"cannot read {found.cert_file}: {exc.strerror or exc}") from exc
     return context
+
+
+def _warning(text: str) -> None:
+    """A warning about the configuration where the caller gave no place for it (the
+    Python API without ConnectionOptions.warn): Python's, which callers filter or see."""
+    import warnings
+
+    warnings.warn(text, RuntimeWarning, stacklevel=4)

@@ -207,6 +207,8 @@ def user_credential(
     cluster: dict[str, Any],
     flag_token: str | None = None,
     certificate: bool = False,
+    *,
+    warn: Callable[[str], None],
 ) -> tuple[Credential, bytes | None, bytes | None] | None:
     """The credential of kubeconfig user `name` (its entry `user`, from a file in
     directory `base`) and the command line, with client-go's precedence: a token
@@ -237,5 +239,5 @@ def user_credential(
     if user.get("username") or user.get("auth-provider"):
         return None
     if isinstance(plugin, dict) and not certificate:
-        return exec_credential(ExecPlugin(plugin, base, cluster, kuberc.load()), whose)
+        return exec_credential(ExecPlugin(plugin, base, cluster, kuberc.load(warn)), whose)
     return Credential(None, whose, "client certificate" if certificate else "no credentials"), None, None

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -94,10 +93,9 @@ class PluginPolicy:
         )
 
 
-def load(warn: Callable[[str], None] | None = None) -> PluginPolicy | None:
+def load(warn: Callable[[str], None]) -> PluginPolicy | None:
     """The policy the kuberc sets, None when there is none (no file, KUBERC=off, no policy
-    in it). Warnings (kubectl's) go to `warn`, by default standard error."""
-    warn = warn or _stderr
+    in it). Warnings (kubectl's) go to `warn`: the connection's (ConnectionOptions.warn)."""
     value = os.environ.get("KUBERC", "")
     if value == "off":
         return None
@@ -126,10 +124,6 @@ def load(warn: Callable[[str], None] | None = None) -> PluginPolicy | None:
         warn(f"kuberc: ignoring strict decoding error in {path}: strict decoding error: {', '.join(strict)}")
     policy = _validated(preference, path)
     return None if policy.kind == ALLOW_ALL else policy
-
-
-def _stderr(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
 def _decode(text: str, path: str) -> tuple[dict[str, Any] | None, list[str]]:

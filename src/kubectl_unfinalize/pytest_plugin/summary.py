@@ -27,16 +27,12 @@ class Verdict:
 def judge(settings: Settings, ledger: Ledger, final: ScanReport | None) -> Verdict:
     narrowing = settings.narrowing
     held = [g for g in final.groups if g.terminating and narrowing.covers(g)] if final else []
-    held_on = [g for g in held if g.stuck or g.pending or g.blocked]
+    held_on = [g for g in held if g.held]
     stuck = [f"{g.count} {g.resource} held by {g.finalizer}: {g.verdict}" for g in held_on]
     if final is not None:
+        stuck += [f"CRD {c.name}: {c.verdict}" for c in final.crds if c.held and narrowing.covers_crd(c)]
         stuck += [
-            f"CRD {c.name}: {c.verdict}" for c in final.crds if (c.stuck or c.pending) and narrowing.covers_crd(c)
-        ]
-        stuck += [
-            f"namespace {n.name}: {n.verdict}"
-            for n in final.namespaces
-            if (n.stuck or n.pending) and narrowing.covers_namespace(n)
+            f"namespace {n.name}: {n.verdict}" for n in final.namespaces if n.held and narrowing.covers_namespace(n)
         ]
     freed = ledger.objects_freed("teardown", "end")
     failed = settings.mode == "strict" and bool(freed or stuck or ledger.failures or final is None)

@@ -37,6 +37,11 @@ class RecordSummary:
         }
 
 
+def history_document(summaries: list[RecordSummary]) -> dict[str, Any]:
+    """What `history -o json|yaml` prints (docs/history.schema.json)."""
+    return {"apiVersion": API_VERSION, "kind": "History", "items": [s.to_dict() for s in summaries]}
+
+
 @dataclass(frozen=True)
 class UndoItem:
     """One object undo put back, or could not, and why."""

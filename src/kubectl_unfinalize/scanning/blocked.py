@@ -2,8 +2,9 @@
 but says it cannot finish (refusals.py), from its objects' status conditions and the
 Warning Events about them.
 
-Only groups that would otherwise be `working` are looked at: the others' verdicts need no
-more reads, and a stuck or pending one is held already. What it costs, per scan: one list
+Only groups that would otherwise be `working` are looked at (survey.py asks before it
+builds any Group, and evidence.judge gives the verdict once, with what was read here): the
+others' verdicts need no more reads, and a stuck or pending one is held already. What it costs, per scan: one list
 of Warning Events per namespace that holds such a group (fieldSelector type=Warning,
 paginated, only those about the looked-at objects kept; Events about a cluster-scoped
 object are recorded in `default`), and a GET of at most LOOKS objects per group, since
@@ -15,49 +16,55 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from ..durations import ago
 from ..errors import Unauthorized, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import ObjectRef, Resource
 from . import refusals
-from .commands import group_commands
-from .model import Blocking, Group, State
+from .model import Blocking
 from .options import ScanOptions
 from .port import ScanCluster
 
 EVENTS = Resource("", "v1", "events", "Event", True)
 LOOKS = 10  # objects of a working group read whole
 DEFAULT = "default"  # the namespace of Events about cluster-scoped objects
-NAMED = 3  # objects named in a blocked group's evidence
 
 Key = tuple[str, str, str]  # the object's namespace ("" cluster-scoped), kind, name
 
 
-def recheck(
-    cluster: ScanCluster,
-    groups: list[Group],
-    resources: Mapping[str, Resource],
-    options: ScanOptions,
-    now: float,
-    not_scanned: list[str],
-) -> None:
-    """Turn each working group whose controller says it cannot finish into a blocked one."""
-    candidates = [g for g in groups if g.terminating and g.state is State.WORKING and g.resource in resources]
+@dataclass(frozen=True)
+class Candidate:
+    """A group judged working before its controller's words were read."""
+
+    resource: Resource
+    finalizer: str
+    names: list[tuple[str | None, str]]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.resource.qualified, self.finalizer
+
+
+def look(
+    cluster: ScanCluster, candidates: list[Candidate], options: ScanOptions, now: float, not_scanned: list[str]
+) -> dict[tuple[str, str], Blocking]:
+    """What blocks each candidate whose controller says it cannot finish, by its key."""
     if not candidates:
-        return
+        return {}
     wanted: dict[str, set[Key]] = {}
     for group in candidates:
         for ns, name in group.names[:LOOKS]:
-            wanted.setdefault(ns or DEFAULT, set()).add((ns or "", group.kind, name))
+            wanted.setdefault(ns or DEFAULT, set()).add((ns or "", group.resource.kind, name))
+    found: dict[tuple[str, str], Blocking] = {}
     with ThreadPoolExecutor(max(1, options.concurrency)) as pool:
         event_jobs = [pool.submit(_warnings, cluster, ns, keys, options.chunk_size) for ns, keys in wanted.items()]
-        object_jobs = [pool.submit(_objects, cluster, resources[g.resource], g) for g in candidates]
+        object_jobs = [pool.submit(_objects, cluster, g.resource, g.names) for g in candidates]
         events: dict[Key, list[dict[str, Any]]] = {}
         for job in event_jobs:
-            found, failure = job.result()
-            for key, items in found.items():
+            said, failure = job.result()
+            for key, items in said.items():
                 events.setdefault(key, []).extend(items)
             if failure:
                 not_scanned.append(failure)
@@ -65,9 +72,10 @@ def recheck(
             objects, failure = read.result()
             if failure:
                 not_scanned.append(failure)
-            blocking = judge(group, objects, events, now, options.grace)
+            blocking = judge(group.resource.kind, objects, events, now, options.grace)
             if blocking is not None:
-                block(group, blocking)
+                found[group.key] = blocking
+    return found
 
 
 def _warnings(cluster: ScanCluster, namespace: str, keys: set[Key], chunk: int) -> tuple[dict[Key, list[Any]], str]:
@@ -87,10 +95,12 @@ def _warnings(cluster: ScanCluster, namespace: str, keys: set[Key], chunk: int) 
     return found, ""
 
 
-def _objects(cluster: ScanCluster, resource: Resource, group: Group) -> tuple[list[dict[str, Any]], str]:
+def _objects(
+    cluster: ScanCluster, resource: Resource, names: list[tuple[str | None, str]]
+) -> tuple[list[dict[str, Any]], str]:
     """The first LOOKS objects of the group, whole (those gone since the list are left out)."""
     found: list[dict[str, Any]] = []
-    for ns, name in group.names[:LOOKS]:
+    for ns, name in names[:LOOKS]:
         try:
             obj = cluster.get(ObjectRef(resource, name, ns))
         except Unauthorized:
@@ -103,14 +113,14 @@ def _objects(cluster: ScanCluster, resource: Resource, group: Group) -> tuple[li
 
 
 def judge(
-    group: Group, objects: list[dict[str, Any]], events: Mapping[Key, list[dict[str, Any]]], now: float, grace: float
+    kind: str, objects: list[dict[str, Any]], events: Mapping[Key, list[dict[str, Any]]], now: float, grace: float
 ) -> Blocking | None:
     """The refusal said longest among the objects that say one, and which objects do."""
     said: list[tuple[str, refusals.Refusal]] = []
     for obj in objects:
         meta = obj.get("metadata") or {}
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        refusal = refusals.of_object(obj, events.get((ns, group.kind, name), []), now, grace)
+        refusal = refusals.of_object(obj, events.get((ns, kind, name), []), now, grace)
         if refusal is not None:
             said.append((f"{ns}/{name}" if ns else name, refusal))
     if not said:
@@ -122,18 +132,6 @@ def judge(
     )
 
 
-def block(group: Group, blocking: Blocking) -> None:
-    """The group's verdict, evidence and the commands that free the objects that say it."""
-    some = (
-        f"; {len(blocking.objects)} of {blocking.looked_at} looked at"
-        if len(blocking.objects) < blocking.looked_at
-        else ""
-    )
-    quote = refusals.quote(blocking.message)
-    group.state = State.BLOCKED
-    group.verdict = f'blocked: {blocking.cause}; {blocking.action} for {ago(blocking.seconds)}{some} ("{quote}")'
-    group.blocking = blocking
-    shown = ", ".join(blocking.objects[:NAMED]) + (" ..." if len(blocking.objects) > NAMED else "")
-    group.evidence.insert(0, f'{blocking.source} on {shown}, for {ago(blocking.seconds)}: "{blocking.message}"')
-    names = [(ns or None, name) for ns, _, name in (o.rpartition("/") for o in blocking.objects)]
-    group.commands = group_commands(group.finalizer, group.resource, "", False, names, None)
+def names(blocking: Blocking) -> list[tuple[str | None, str]]:
+    """The objects that say it, as the commands that free them name them."""
+    return [(ns or None, name) for ns, _, name in (o.rpartition("/") for o in blocking.objects)]

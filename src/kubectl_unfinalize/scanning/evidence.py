@@ -30,7 +30,8 @@ from typing import Any
 
 from .. import finalizers
 from ..durations import ago
-from .model import State
+from . import refusals
+from .model import Blocking, State
 from .tally import Tally, timestamp
 
 GRACE = 30.0
@@ -145,8 +146,11 @@ def judge(
     leases: list[Lease],
     kopf_peers: list[Peer],
     grace: float = GRACE,
+    blocking: Blocking | None = None,
 ) -> Judgement:
-    """The verdict for one group, with the evidence it rests on, strongest first."""
+    """The verdict for one group, with the evidence it rests on, strongest first.
+    `blocking`: what its controller says stops it (blocked.look, read for a group that
+    would be working): the verdict is then blocked, given here once."""
     evidence: list[str] = []
     written = tally.last_after_deletion
     if written:
@@ -174,6 +178,9 @@ def judge(
             verdict += f"; for {ago(waited)}"
         return Judgement(State.BUILTIN, verdict, stuck, evidence)
     if written and now - written[1] <= WORKING:
+        if blocking is not None:
+            verdict, said = refusals.blocked_verdict(blocking)
+            return Judgement(State.BLOCKED, verdict, False, [said, *evidence])
         return Judgement(State.WORKING, f"working: last write {ago(now - written[1])} ago", False, evidence)
     fresh = [lease.renewed for lease in leases if lease.fresh(now) and lease.renewed]
     fresh += [peer.seen for peer in kopf_peers if peer.fresh(now) and peer.seen]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..errors import IncompleteError
+from ..errors import ExitStatus, IncompleteError
 from ..model import Action, Report
 
 SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
@@ -100,6 +100,11 @@ class Group:
     def blocked(self) -> bool:
         return self.state is State.BLOCKED
 
+    @property
+    def held(self) -> bool:
+        """What the gate does not pass: stuck, blocked or pending."""
+        return self.stuck or self.pending or self.blocked
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "finalizer": self.finalizer,
@@ -147,6 +152,10 @@ class TerminatingCrd:
     commands: list[str] = field(default_factory=list)
     pending: bool = False  # Terminating moments ago, or every group of its objects is pending
 
+    @property
+    def held(self) -> bool:
+        return self.stuck or self.pending
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -174,6 +183,10 @@ class TerminatingNamespace:
     stuck: bool = False
     commands: list[str] = field(default_factory=list)
     pending: bool = False  # Terminating, not judged yet
+
+    @property
+    def held(self) -> bool:
+        return self.stuck or self.pending
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -217,11 +230,18 @@ class FreedCall:
     def to_dict(self) -> dict[str, Any]:
         report = self.report or Report(error="not sent")
         failed = [f"{o.namespace + '/' if o.namespace else ''}{o.name}: {o.message}" for o in report.failed]
-        return {"resource": self.resource, "finalizers": list(self.finalizers),
-                "verdicts": sorted({g.state.value for g in self.groups}),
-                "unfinalized": report.count(Action.UNFINALIZED), "deleted": report.count(Action.DELETED),
-                "failed": report.failures, "failures": failed[:20], "ok": report.ok, "error": report.error,
-                "dryRun": report.dry_run.value != "none"}  # fmt: skip
+        return {
+            "resource": self.resource,
+            "finalizers": list(self.finalizers),
+            "verdicts": sorted({g.state.value for g in self.groups}),
+            "unfinalized": report.count(Action.UNFINALIZED),
+            "deleted": report.count(Action.DELETED),
+            "failed": report.failures,
+            "failures": failed[:20],
+            "ok": report.ok,
+            "error": report.error,
+            "dryRun": report.dry_run.value != "none",
+        }
 
 
 @dataclass
@@ -271,16 +291,29 @@ class ScanReport:
         return [g for g in self.groups if g.blocked]
 
     @property
+    def held(self) -> list[Group | TerminatingCrd | TerminatingNamespace]:
+        """What the gate does not pass: everything stuck, blocked or pending."""
+        return [*self.stuck, *self.blocked, *self.pending]
+
+    @property
     def ok(self) -> bool:
-        """Nothing held: nothing stuck, blocked or pending (the command line's exit 0)."""
-        return not (self.stuck or self.blocked or self.pending)
+        """Nothing held (the command line's exit 0)."""
+        return not self.held
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        """The gate's one rule: 1 while something is stuck or blocked, 3 while what is
+        held is only pending (it may still go on its own: scan --wait waits), else 0."""
+        held = self.held
+        if not held:
+            return ExitStatus.OK
+        return ExitStatus.PENDING if all(item.pending for item in held) else ExitStatus.FAILED
 
     def raise_for_failure(self) -> ScanReport:
         """For a test session's final check: fail with what is stuck or still pending and
         how to free it (scan(wait=True) first waits for the pending to be judged). Named
         as Report's: a teardown ends `unfinalize(...)` and `scan(...)` the same way."""
-        if not self.ok:
-            held = [*self.stuck, *self.blocked, *self.pending]
+        if held := self.held:
             raise IncompleteError("; ".join(_stuck_line(item) for item in held))
         return self
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..options import DryRun, check_bounds
+from ..options import DryRun, check_bounds, check_cap
 from .evidence import GRACE
 from .remedy import Scope
 
@@ -28,8 +28,7 @@ class FreeOptions:
     settle: bool = True  # a Terminating CRD whose objects are freed is waited on until it is gone
 
     def __post_init__(self) -> None:
-        if self.max_objects is not None and self.max_objects < 0:
-            raise InputError("--max-objects must be 0 or more")
+        check_cap(self.max_objects)
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,7 @@ class ScanOptions:
 
 def free_options(
     free: bool,
+    *,
     namespaces: Sequence[str],
     groups: Sequence[str],
     finalizers: Sequence[str],
@@ -76,10 +76,17 @@ def free_options(
 ) -> FreeOptions | None:
     """scan()'s keywords of free=True; given without it they are refused, not ignored."""
     if not free:
-        given = [name for name, value in (("namespaces", namespaces), ("groups", groups),
-                 ("finalizers", finalizers), ("exclude_namespaces", exclude_namespaces),
-                 ("include_blocked", include_blocked), ("dry_run", dry_run not in (None, "none", DryRun.NONE)),
-                 ("max_objects", max_objects is not None), ("record", record is not None)) if value]  # fmt: skip
+        asked = {
+            "namespaces": namespaces,
+            "groups": groups,
+            "finalizers": finalizers,
+            "exclude_namespaces": exclude_namespaces,
+            "include_blocked": include_blocked,
+            "dry_run": dry_run not in (None, "none", DryRun.NONE),
+            "max_objects": max_objects is not None,
+            "record": record is not None,
+        }
+        given = [name for name, value in asked.items() if value]
         if given:
             raise InputError(f"{', '.join(given)}: only with free=True (scan reads only)")
         return None

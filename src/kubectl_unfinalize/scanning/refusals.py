@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..durations import ago
+from .model import Blocking
 from .tally import timestamp
 
 QUOTE = 60  # characters of the controller's words in a verdict
@@ -176,3 +178,20 @@ def of_object(obj: dict[str, Any], events: Iterable[dict[str, Any]], now: float,
     uid = str(meta.get("uid") or "")
     mine = [e for e in events if not uid or about(e)[3] in ("", uid)]
     return lasting([*from_conditions(obj, deletion, now), *from_events(mine, deletion, now)], grace)
+
+
+NAMED = 3  # objects named in a blocked group's evidence
+
+
+def blocked_verdict(blocking: Blocking) -> tuple[str, str]:
+    """A blocked group's verdict and its first line of evidence."""
+    some = (
+        f"; {len(blocking.objects)} of {blocking.looked_at} looked at"
+        if len(blocking.objects) < blocking.looked_at
+        else ""
+    )
+    said = (
+        f'blocked: {blocking.cause}; {blocking.action} for {ago(blocking.seconds)}{some} ("{quote(blocking.message)}")'
+    )
+    shown = ", ".join(blocking.objects[:NAMED]) + (" ..." if len(blocking.objects) > NAMED else "")
+    return said, f'{blocking.source} on {shown}, for {ago(blocking.seconds)}: "{blocking.message}"'

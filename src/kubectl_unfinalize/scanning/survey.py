@@ -25,7 +25,7 @@ from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
 from . import blocked, evidence
 from .commands import crd_commands, fixes, group_commands
-from .model import Group, Manager, ScanReport, State, TerminatingCrd
+from .model import Blocking, Group, Manager, ScanReport, State, TerminatingCrd
 from .namespaces import terminating_namespaces
 from .options import ScanOptions
 from .port import ScanCluster
@@ -135,11 +135,17 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
         leases=[evidence.Lease.from_dict(obj) for obj in leases],
         peers=[peer for obj in peerings for peer in evidence.peers(obj)],
     )
+    candidates = [
+        blocked.Candidate(listed.resource, finalizer, list(tally.names))
+        for listed in lists
+        for (finalizer, terminating), tally in listed.tallies.items()
+        if terminating and context.judge(listed.resource, finalizer, terminating, tally).state is State.WORKING
+    ]
+    blockings = blocked.look(cluster, candidates, options, now, report.not_scanned)
     for listed in lists:
         for (finalizer, terminating), tally in listed.tallies.items():
-            report.groups.append(context.group(listed.resource, finalizer, terminating, tally))
-    served_types = {listed.resource.qualified: listed.resource for listed in lists}
-    blocked.recheck(cluster, report.groups, served_types, options, now, report.not_scanned)
+            blocking = blockings.get((listed.resource.qualified, finalizer)) if terminating else None
+            report.groups.append(context.group(listed.resource, finalizer, terminating, tally, blocking))
     report.groups.sort(key=lambda g: (not g.stuck, g.finalizer, g.resource))
     if not options.namespace:
         report.crds = [context.crd(cluster, name, totals, report.groups) for name in sorted(crd_list.terminating)]
@@ -166,16 +172,26 @@ class _Context:
     leases: list[evidence.Lease]
     peers: list[evidence.Peer]
 
-    def group(self, resource: Resource, finalizer: str, terminating: bool, tally: Tally) -> Group:
+    def judge(
+        self, resource: Resource, finalizer: str, terminating: bool, tally: Tally, blocking: Blocking | None = None
+    ) -> evidence.Judgement:
         crd = resource.qualified if resource.qualified in self.crds else ""
         words = evidence.tokens(finalizer, tally.managers, resource.group if crd else "")
         leases = evidence.matching_leases(self.leases, words, finalizers.builtin(finalizer) is not None)
         kopf = evidence.domain(finalizer) == evidence.KOPF_DOMAIN or any(m == "kopf" for m in tally.managers)
         peers = [p for p in self.peers if kopf and (not p.namespace or tally.namespaces == {p.namespace})]
-        judged = evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace)
+        return evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace, blocking)
+
+    def group(
+        self, resource: Resource, finalizer: str, terminating: bool, tally: Tally, blocking: Blocking | None
+    ) -> Group:
+        crd = resource.qualified if resource.qualified in self.crds else ""
+        judged = self.judge(resource, finalizer, terminating, tally, blocking)
         owner_kind, owner = evidence.owner(finalizer, tally, self.crd_groups, self.apiservices)
         commands: list[str] = []
-        if judged.stuck or judged.state is State.PENDING:
+        if blocking is not None and judged.state is State.BLOCKED:  # what frees the objects that say it
+            commands = group_commands(finalizer, resource.qualified, "", False, blocked.names(blocking), None)
+        elif judged.stuck or judged.state is State.PENDING:
             commands = group_commands(
                 finalizer, resource.qualified, crd, crd in self.terminating, tally.names, self.options.namespace
             )
@@ -207,6 +223,7 @@ class _Context:
             stuck=judged.stuck,
             commands=commands,
             names=list(tally.names),
+            blocking=blocking if judged.state is State.BLOCKED else None,
         )
 
     def crd(self, cluster: ScanCluster, name: str, totals: dict[str, int], groups: list[Group]) -> TerminatingCrd:
