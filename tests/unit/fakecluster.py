@@ -12,14 +12,15 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine import Engine
-from kubectl_unfinalize.errors import ApiError, Conflict, Gone, NotFound
+from kubectl_unfinalize.errors import ApiError, Conflict, Forbidden, Gone, NotFound
+from kubectl_unfinalize.journal import Write
 from kubectl_unfinalize.kube.paging import Listed, ListQuery
 from kubectl_unfinalize.kube.port import Deleted, PlumbedCluster, RemoveAll, Sink
 from kubectl_unfinalize.model import (
@@ -35,6 +36,8 @@ from kubectl_unfinalize.model import (
     Targets,
 )
 from kubectl_unfinalize.options import DryRun, Options
+from kubectl_unfinalize.records.undo import UndoCluster
+from kubectl_unfinalize.scanning.port import ScanCluster
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 WIDGET_CRD = CRD("widgets.example.com", WIDGETS)
@@ -475,6 +478,146 @@ def run_engine(
     return engine.run(targets or Targets(crds=[WIDGET_CRD]))
 
 
-def _held_to_the_port() -> None:
-    """Never called: mypy checks that the fake offers every verb and the plumbing of the engine's port."""
-    _: PlumbedCluster = FakeCluster()
+class MemoryCluster:
+    """Undo's cluster: objects by ref, each a metadata view and a body; conflicts on demand."""
+
+    def __init__(self) -> None:
+        self.objects: dict[ObjectRef, ObjectMeta] = {}
+        self.bodies: dict[ObjectRef, dict[str, Any]] = {}
+        self.conflicts = 0
+        self.writes: list[tuple[str, ObjectRef]] = []
+
+    def put(self, ref: ObjectRef, uid: str, finalizers: tuple[str, ...] = (), terminating: bool = False) -> None:
+        self.objects[ref] = ObjectMeta(ref, uid, "5", finalizers, terminating)
+
+    def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
+        return self.objects.get(ref)
+
+    def get(self, ref: ObjectRef) -> dict[str, Any] | None:
+        if ref not in self.objects:
+            return None
+        return {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
+
+    def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
+        if self.conflicts:
+            self.conflicts -= 1
+            self.put(meta.ref, meta.uid, meta.finalizers + ("late.example.com",))
+            raise Conflict(409, "Conflict", "the object has been modified")
+        assert keep is not None and self.objects[meta.ref].resource_version == meta.resource_version
+        self.writes.append(("patch", meta.ref))
+        if dry_run is DryRun.NONE:  # a server dry run stores nothing
+            self.put(meta.ref, meta.uid, keep)
+        return "6"
+
+    def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:
+        ref = ObjectRef(resource, body["metadata"]["name"], namespace)
+        assert "uid" not in body["metadata"] and "resourceVersion" not in body["metadata"]
+        self.writes.append(("create", ref))
+        self.put(ref, "new-" + ref.name, tuple(body["metadata"].get("finalizers") or ()))
+        self.bodies[ref] = body
+        return "new-" + ref.name
+
+
+class MemoryJournal:
+    """What undo wrote, in order; undo keeps no bodies."""
+
+    def __init__(self) -> None:
+        self.writes: list[Write] = []
+
+    def wants(self, kind: str) -> bool:
+        return False
+
+    def wrote(self, write: Write) -> None:
+        self.writes.append(write)
+
+    def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
+        raise AssertionError("undo keeps no bodies")
+
+
+def entry(
+    plural: str, kind: str, scope: str = "Namespaced", verbs: tuple[str, ...] = ("list", "get")
+) -> dict[str, Any]:
+    """One resource of an aggregated discovery document."""
+    return {"resource": plural, "scope": scope, "responseKind": {"kind": kind}, "verbs": list(verbs)}
+
+
+DISCOVERY = [
+    {
+        "metadata": {"name": ""},
+        "versions": [
+            {
+                "version": "v1",
+                "resources": [
+                    entry("configmaps", "ConfigMap"),
+                    entry("secrets", "Secret"),
+                    entry("namespaces", "Namespace", "Cluster"),
+                    entry("bindings", "Binding", verbs=("create",)),
+                ],
+            }
+        ],
+    },
+    {
+        "metadata": {"name": "apiextensions.k8s.io"},
+        "versions": [{"version": "v1", "resources": [entry("customresourcedefinitions", "CRD", "Cluster")]}],
+    },
+    {
+        "metadata": {"name": "g.example.com"},
+        "versions": [
+            {"version": "v1", "resources": [entry("stalls", "Stall"), entry("nodes2", "Node2", "Cluster")]},
+            {"version": "v1beta1", "resources": [entry("stalls", "Stall")]},
+        ],
+    },
+    {"metadata": {"name": "metrics.acme.io"}, "versions": [{"version": "v1beta1", "freshness": "Stale"}]},
+]
+
+
+class FakeScanCluster:
+    """The scan's cluster: pages of plain metadata by plural, whole objects where the scan
+    reads them (`full`), and types the user may not list (`forbidden`, a 403)."""
+
+    def __init__(
+        self,
+        objects: dict[str, list[dict[str, Any]]],
+        forbidden: Iterable[str] = (),
+        full: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> None:
+        self.objects = objects
+        self.forbidden = set(forbidden)
+        self.full = full or {}
+        self.listed: list[tuple[str, str, str | None]] = []
+
+    def api_discovery(self) -> list[dict[str, Any]]:
+        return DISCOVERY
+
+    def list_metadata(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
+        self.listed.append((resource.plural, resource.version, query.namespace))
+        if resource.plural in self.forbidden:
+            raise Forbidden(403, "Forbidden", f"{resource.plural} is forbidden")
+        items = [
+            m
+            for m in self.objects.get(resource.plural, [])
+            if not (query.namespace and resource.namespaced) or m.get("namespace") == query.namespace
+        ]
+        for start in range(0, len(items), query.limit):
+            yield items[start : start + query.limit]
+
+    def list_objects(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
+        if resource.plural in self.forbidden:
+            raise Forbidden(403, "Forbidden", "forbidden")
+        yield list(self.full.get(resource.plural, []))
+
+    def get(self, ref: Any) -> dict[str, Any] | None:
+        return next((o for o in self.full.get(ref.resource.plural, []) if o["metadata"]["name"] == ref.name), None)
+
+
+# Never called: mypy checks that each fake offers every verb of the port it stands for.
+def _engine_port() -> None:
+    _: PlumbedCluster = FakeCluster()  # the engine's verbs and its plumbing
+
+
+def _undo_port() -> None:
+    _: UndoCluster = MemoryCluster()
+
+
+def _scan_port() -> None:
+    _: ScanCluster = FakeScanCluster({})

@@ -60,7 +60,7 @@ def undo_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any
     return seen
 
 
-def test_undo_reads_its_first_argument_and_writes_to_record(undo_calls: dict[str, Any]) -> None:
+def test_api_undo_reads_its_first_argument_and_writes_to_record(undo_calls: dict[str, Any]) -> None:
     with pytest.raises(Stop):
         record_api.undo("20261203-070155-042e", record="/tmp/undo.jsonl")
     assert undo_calls == {"ref": "20261203-070155-042e", "record": "/tmp/undo.jsonl"}
@@ -85,7 +85,7 @@ def test_read_record_takes_the_record_first_and_the_old_keyword_warns(tmp_path: 
         assert record_api.read_record(record=path).writes == load(Path(path)).writes
 
 
-def test_undo_report_names_the_record_undone_and_its_own_record() -> None:
+def test_api_undo_report_names_the_record_undone_and_its_own_record() -> None:
     report = UndoReport("r", record="/tmp/undo.jsonl")
     assert report.to_dict()["undone"] == "r" and report.to_dict()["record"] == "/tmp/undo.jsonl"
     with pytest.warns(DeprecationWarning, match="UndoReport.written is now UndoReport.record"):

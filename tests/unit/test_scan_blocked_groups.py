@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from test_scan_engine import NOW, SCHEMA, FakeScanCluster, md
+from fakecluster import FakeScanCluster
+from test_scan_engine import NOW, SCHEMA, md
 from test_scan_refusals import TERMINATING, condition, core_event
 
 from kubectl_unfinalize import api

@@ -8,7 +8,8 @@ import json
 
 import jsonschema
 import pytest
-from test_scan_engine import NOW, SCHEMA, FakeScanCluster, entry, md
+from fakecluster import FakeScanCluster, entry
+from test_scan_engine import NOW, SCHEMA, md
 
 from kubectl_unfinalize.cli.scan_output import render
 from kubectl_unfinalize.scanning.commands import crd_selector

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from fakecluster import DISCOVERY, FakeScanCluster
 
 from kubectl_unfinalize.cli.scan_output import render
-from kubectl_unfinalize.errors import Forbidden
 from kubectl_unfinalize.scanning.model import State
 from kubectl_unfinalize.scanning.options import ScanOptions
 from kubectl_unfinalize.scanning.survey import scan
@@ -20,40 +20,6 @@ NOW = 1_800_000_000.0
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "scan.schema.json").read_text())
 DEAD = "dead.example.com/cleanup"
 KOPF = "kopf.zalando.org/KopfFinalizerMarker"
-
-
-def entry(plural, kind, scope="Namespaced", verbs=("list", "get")):
-    return {"resource": plural, "scope": scope, "responseKind": {"kind": kind}, "verbs": list(verbs)}
-
-
-DISCOVERY = [
-    {
-        "metadata": {"name": ""},
-        "versions": [
-            {
-                "version": "v1",
-                "resources": [
-                    entry("configmaps", "ConfigMap"),
-                    entry("secrets", "Secret"),
-                    entry("namespaces", "Namespace", "Cluster"),
-                    entry("bindings", "Binding", verbs=("create",)),
-                ],
-            }
-        ],
-    },
-    {
-        "metadata": {"name": "apiextensions.k8s.io"},
-        "versions": [{"version": "v1", "resources": [entry("customresourcedefinitions", "CRD", "Cluster")]}],
-    },
-    {
-        "metadata": {"name": "g.example.com"},
-        "versions": [
-            {"version": "v1", "resources": [entry("stalls", "Stall"), entry("nodes2", "Node2", "Cluster")]},
-            {"version": "v1beta1", "resources": [entry("stalls", "Stall")]},
-        ],
-    },
-    {"metadata": {"name": "metrics.acme.io"}, "versions": [{"version": "v1beta1", "freshness": "Stale"}]},
-]
 
 
 def md(name, namespace=None, deleted=None, finalizers=(DEAD,), manager=("op", 3600)):
@@ -67,37 +33,6 @@ def md(name, namespace=None, deleted=None, finalizers=(DEAD,), manager=("op", 36
             {"manager": manager[0], "time": rfc3339(NOW - manager[1]), "fieldsV1": {"f:metadata": {"f:finalizers": {}}}}
         ]
     return meta
-
-
-class FakeScanCluster:
-    def __init__(self, objects, forbidden=(), full=None):
-        self.objects = objects  # plural -> [metadata]
-        self.forbidden = set(forbidden)
-        self.full = full or {}  # plural -> whole objects
-        self.listed = []
-
-    def api_discovery(self):
-        return DISCOVERY
-
-    def list_metadata(self, resource, query):
-        self.listed.append((resource.plural, resource.version, query.namespace))
-        if resource.plural in self.forbidden:
-            raise Forbidden(403, "Forbidden", f"{resource.plural} is forbidden")
-        items = [
-            m
-            for m in self.objects.get(resource.plural, [])
-            if not (query.namespace and resource.namespaced) or m.get("namespace") == query.namespace
-        ]
-        for start in range(0, len(items), query.limit):
-            yield items[start : start + query.limit]
-
-    def list_objects(self, resource, query):
-        if resource.plural in self.forbidden:
-            raise Forbidden(403, "Forbidden", "forbidden")
-        yield list(self.full.get(resource.plural, []))
-
-    def get(self, ref):
-        return next((o for o in self.full.get(ref.resource.plural, []) if o["metadata"]["name"] == ref.name), None)
 
 
 def cluster():

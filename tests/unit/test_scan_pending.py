@@ -7,7 +7,8 @@ import json
 
 import jsonschema
 import pytest
-from test_scan_engine import DEAD, NOW, SCHEMA, FakeScanCluster, md
+from fakecluster import FakeScanCluster
+from test_scan_engine import DEAD, NOW, SCHEMA, md
 
 from kubectl_unfinalize import api
 from kubectl_unfinalize.cli.main import main
