@@ -30,23 +30,7 @@ from kubectl_unfinalize import PermissionDenied, scan
 JANITOR = Path(__file__).parents[2] / "deploy" / "janitor"
 NAMESPACE = USER = "unfinalize-janitor"
 ACCOUNT = f"system:serviceaccount:{NAMESPACE}:{USER}"
-VERBS = ["get", "list", "watch", "patch", "delete"]
-
-
-def manifests() -> list[Path]:
-    return sorted(p for p in JANITOR.glob("*.yaml") if p.name != "namespace.yaml")
-
-
-def test_the_manifests_say_what_the_recipe_promises():
-    (rule,) = yaml.safe_load((JANITOR / "clusterrole.yaml").read_text())["rules"]
-    assert rule["verbs"] == VERBS and "*" not in rule["verbs"]
-    cronjob = yaml.safe_load((JANITOR / "cronjob.yaml").read_text())
-    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
-    (container,) = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-    args = container["args"]
-    assert args[:2] == ["scan", "--free"] and "--older-than=30m" in args and "-A" in args
-    assert "--exclude-namespace=kube-system" in args and "--record=/dev/stdout" in args
-    assert "COPY dist/kubectl-unfinalize " in (JANITOR / "Dockerfile").read_text()
+VERBS = yaml.safe_load((JANITOR / "clusterrole.yaml").read_text())["rules"][0]["verbs"]  # pinned in tests/unit
 
 
 @pytest.fixture
@@ -83,10 +67,8 @@ def test_the_janitor_applies_and_frees_a_stuck_group_as_its_service_account(kube
     try:
         kubectl("apply", "--dry-run=server", "-f", JANITOR / "namespace.yaml")
         kubectl("apply", "-f", JANITOR / "namespace.yaml")
-        for path in manifests():
-            kubectl("apply", "--dry-run=server", "-f", path)
-        for path in manifests():
-            kubectl("apply", "-f", path)
+        kubectl("apply", "--dry-run=server", "-k", JANITOR)
+        kubectl("apply", "-k", JANITOR)  # as docs/scan.md says
         assert kubectl("get", "cronjob", USER, "-n", NAMESPACE, "-o", "name").stdout.strip() == f"cronjob.batch/{USER}"
         in_cluster.renew()
 
