@@ -1,37 +1,41 @@
-"""Benchmark kubectl-unfinalize on a local control plane, in one run, against two references:
+"""Benchmark kubectl-unfinalize on a local control plane, in one run, against two references
+(client-go programs and plain kubectl).
 
-1. small-N teardown: ``kubectl unfinalize -f crds.yaml --delete`` (the one-file binary
+Its sections, by the name --only takes, in the order a full run takes them (sections.py's
+SECTIONS):
+
+small: ``kubectl unfinalize -f crds.yaml --delete`` (the one-file binary
    dist/kubectl-unfinalize, run as a kubectl plugin) against the plain kubectl sequence
    (delete the objects --wait=false, merge-patch their finalizers away, delete the CRDs
    and wait): 1 CRD with 3 stuck objects, and 4 CRDs with 10 in 2 namespaces; median,
    min and max of --runs runs each (setup before each run is not timed).
-2. throughput: ``kubectl unfinalize crd NAME -q`` against the ceiling program
+throughput: ``kubectl unfinalize crd NAME -q`` against the ceiling program
    (bench/ceiling: client-go, metadata-only list, 64 merge patches in flight, no client
    rate limit) doing the same job on an identical fresh CRD: objects/s, client CPU per
    object (user+sys of the process and its children), peak RSS.
-3. far cluster: the same through a loopback proxy adding 50 ms, then 150 ms, each way.
-4. peak RSS of the tool at N=10,000 (and 100,000 with --large).
-5. many CRDs (many_crds.py): 300 empty CRDs, the tool's crd --group G --delete against
+far: the same through a loopback proxy adding 50 ms, then 150 ms, each way.
+rss: peak RSS of the tool at N=10,000 (and 100,000 with --large).
+many-crds (many_crds.py): 300 empty CRDs, the tool's crd --group G --delete against
    kubectl delete crd -l; 200 CRDs x 3 finalized objects against one CRD with the 600, and
    the ceiling program doing both shapes (its own ratio is the server's floor).
-6. scan: ``kubectl unfinalize scan`` over 20,000 terminating objects in 50 CRDs against
+scan: ``kubectl unfinalize scan`` over 20,000 terminating objects in 50 CRDs against
    bench/lister (client-go listing every type metadata-only): time, peak RSS, ratio.
-7. throttled: a priority level of 3 seats that answers 429 to what does not fit: the tool
+throttled: a priority level of 3 seats that answers 429 to what does not fit: the tool
    against the ceiling at exactly 3 in flight (ideal) and at 64 (naive), and each one's 429s.
-8. big objects: 2,000 objects with a 100 KiB annotation each, tool vs ceiling (sizes.py).
-9. growth: the tool alone at N = 1,000 / 10,000 / 100,000 (--growth-n; --no-100k skips the last).
-10. last-applied: 2,000 objects as `kubectl apply` leaves them (a unique 100 KiB
+big: 2,000 objects with a 100 KiB annotation each, tool vs ceiling (sizes.py).
+growth: the tool alone at N = 1,000 / 10,000 / 100,000 (--growth-n; --no-100k skips the last).
+last-applied: 2,000 objects as `kubectl apply` leaves them (a unique 100 KiB
    last-applied-configuration, JSON escaped on the wire), in 20 namespaces: the tool against
    the ceiling and against kubectl (`patch -f objects.yaml`), peak RSS of each (sizes.py).
-13. scan-free: `scan --free` on the scan section's shape of stuck objects against the scan plus
-   the frees (`crd --group G --only-terminating`) on an identical population (scan.py).
-12. records: `crd NAME` on 10,000 objects with and without its record (8 pairs in a crossover
-   design, half of them each way round), and `--delete` with and without --backup: time, CPU, peak RSS and record
-   bytes per object (records.py; --records-n).
-11. provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
+provider: 300 CRDs of ~45 KiB schema each in 30 groups (a crossplane provider's, generated),
    3 Terminating objects each: the tool's `crd -l --delete` (default --timeout) against the
    ceiling and against kubectl (`patch -f` + `delete crd -l`), with the control plane's CPU
    (provider.py; --provider-crds).
+records: `crd NAME` on 10,000 objects with and without its record (8 pairs in a crossover
+   design, half of them each way round), and `--delete` with and without --backup: time, CPU,
+   peak RSS and record bytes per object (records.py; --records-n).
+scan-free: `scan --free` on the scan section's shape of stuck objects against the scan plus
+   the frees (`crd --group G --only-terminating`) on an identical population (scan.py).
 
     python scripts/benchmark.py                       # everything, own control plane
     python scripts/benchmark.py --quick               # smoke: N=200, 3 runs
@@ -61,38 +65,20 @@ from pathlib import Path
 
 from controlplane import K8S_VERSION, ControlPlane, find_binaries
 
-from . import ROOT, many_crds, provider, records, small, throttled
-from . import scan as scan_section
-from .kube import FINALIZERS, NAMESPACES, PATCH, Kube
+from . import ROOT
+from .kube import Kube
 from .measure import log
 from .peers import DEFAULT_TOOL, Peers, build_program, resolve_tool
 from .report import Report
-from .sizes import BigObjects, LastApplied, growth
-from .throttled import Throttled
-from .throughput import Results, Throughput
-
-SECTIONS = [
-    "small",
-    "throughput",
-    "far",
-    "rss",
-    "many-crds",
-    "scan",
-    "throttled",
-    "big",
-    "growth",
-    "last-applied",
-    "provider",
-    "records",
-    "scan-free",
-]
+from .sections import SECTIONS, Bench, measure
+from .throughput import Throughput
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="benchmark.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", choices=SECTIONS, action="append", help="repeatable")
+    parser.add_argument("--only", choices=list(SECTIONS), action="append", help="repeatable")
     parser.add_argument("--runs", type=int, help="runs per small-N case (default 10)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per throughput/far size; medians (default 1)")
     parser.add_argument("-n", type=int, action="append", metavar="N", help="throughput sizes (default 2000, 10000)")
@@ -123,7 +109,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--json", metavar="PATH", help="also write samples and figures as JSON to PATH (- for stdout, tables on stderr)"
     )
     args = parser.parse_args(argv)
-    args.sections = args.only or SECTIONS
+    args.sections = [name for name in SECTIONS if not args.only or name in args.only]  # a full run's order
     args.runs = args.runs or (3 if args.quick else 10)
     args.sizes = args.n or ([200] if args.quick else [2000, 10000])
     args.far_sizes = args.far_n or ([200] if args.quick else [2000, 5000])
@@ -145,7 +131,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def settings(args: argparse.Namespace) -> dict:
     """What the run was asked to do, for the JSON document: the same flags repeat it."""
     return {
-        "sections": [s for s in SECTIONS if s in args.sections],
+        "sections": args.sections,
         "runs": args.runs,
         "repeat": args.repeat,
         "sizes": args.sizes,
@@ -192,98 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.kubeconfig is None:
             notes.append(f"local control plane {K8S_VERSION}: etcd, kube-apiserver, kube-controller-manager here")
         report.environment(peers.versions(kube, env), notes)
+        throughput = Throughput(kube, peers, namespaces, workdir)
 
-        if "small" in args.sections:
-            startup = small.startup(peers, env, args.runs)
-            cases = [small.run_case(c, kube, peers, env, namespaces, args.runs, workdir) for c in small.cases()]
-            report.small(
-                startup,
-                cases,
-                args.runs,
-                [
-                    "tool: kubectl unfinalize -f crds.yaml --delete (finds the objects itself)",
-                    "kubectl: delete -f objects.yaml --wait=false; patch -f objects.yaml --type=merge"
-                    f" -p '{PATCH}'; delete -f crds.yaml (waits). Setup before each run is not timed.",
-                    "tool/kubectl < 1: the tool is faster.",
-                ],
-            )
-        bench = Throughput(kube, peers, namespaces, workdir)
-        notes = [
-            "each cell: tool / ceiling. tool: kubectl-unfinalize crd NAME -q, run as kubectl would exec it;"
-            " ceiling: bench/ceiling (client-go).",
-            f"{NAMESPACES} namespaces, {len(FINALIZERS)} finalizers per object, a fresh identical CRD per run;"
-            " CPU = user+sys of the process and its children.",
-        ]
-        throughput: Results = {}
-        if "throughput" in args.sections:
-            throughput = bench.compare(args.sizes, args.repeat, kubeconfig, "throughput")
-            reps = f", median of {args.repeat}" if args.repeat > 1 else ""
-            report.throughput(
-                "throughput", f"2. throughput, tool vs ceiling{reps}", throughput, notes, {"repeat": args.repeat}
-            )
-        for delay in args.delays if "far" in args.sections else []:
-            ms = round(delay * 1000)
-            with bench.far(delay) as (far, proxy):
-                results = bench.compare(args.far_sizes, args.repeat, far, f"far +{ms}ms")
-                accepted = proxy.accepted
-            report.throughput(
-                "far" if ms == 50 else f"far{ms}ms",  # "far": the key +50 ms always had
-                f"3. far cluster: +{ms} ms each way through a loopback proxy ({2 * ms} ms round trip)",
-                results,
-                [*notes, f"the proxy accepted {accepted} TCP connections in all (ceiling: HTTP/2, one per run)."],
-                {"repeat": args.repeat, "delay_s": delay, "proxy_connections": accepted},
-            )
-        if "rss" in args.sections:
-            report.rss(*bench.rss(args.rss_sizes, kubeconfig, throughput))
-        if "many-crds" in args.sections:
-            measured = many_crds.run(kube, peers, env, namespaces, args.repeat, server)
-            many_crds.report(report, measured, args.repeat)
-        if "scan" in args.sections:
-            types, per_type = args.scan_types, args.scan_per_type
-            scan_section.run(report, kube, peers, kubeconfig, namespaces, types, per_type, args.repeat)
-        if "throttled" in args.sections:
-            throttled.report(
-                report, Throttled(kube, peers, bench, workdir).compare(args.throttled_sizes, args.repeat), args.repeat
-            )
-        if "big" in args.sections:
-            big = BigObjects(bench)
-            results = big.compare(args.big_sizes, args.repeat, kubeconfig, "big")
-            report.throughput(
-                "big",
-                f"8. big objects: a {big.size // 1024} KiB annotation on each object, tool vs ceiling",
-                results,
-                [*notes, "acceptance: rate tool/ceil >= 0.8, tool peak RSS <= 150 MiB."],
-                {"repeat": args.repeat, "annotation_bytes": big.size},
-            )
-        if "growth" in args.sections:
-            report.growth(growth(bench, args.growth_sizes, kubeconfig, throughput))
-        if "last-applied" in args.sections:
-            applied = LastApplied(bench)
-            results = applied.compare(args.last_applied_sizes, args.repeat, kubeconfig, "last-applied")
-            reps = f", median of {args.repeat}" if args.repeat > 1 else ""
-            report.versus(
-                "last_applied",
-                f"10. objects as kubectl apply leaves them: a unique {applied.size // 1024} KiB"
-                f" last-applied-configuration each{reps}",
-                results,
-                [
-                    "tool: kubectl-unfinalize crd NAME -q; ceiling: bench/ceiling (client-go);"
-                    f" kubectl: patch -f objects.yaml --type=merge -p '{PATCH}' (one process for all).",
-                    f"{NAMESPACES} namespaces, a fresh identical CRD per run. rate tool/ceil > 1 and time tool/kubectl"
-                    " < 1: the tool is faster.",
-                    "acceptance: rate tool/ceil >= 0.9, tool peak RSS <= 100 MiB.",
-                ],
-                {"repeat": args.repeat, "annotation_bytes": applied.size},
-            )
-        if "provider" in args.sections:
-            shape = provider.Provider(crds=args.provider_crds, groups=max(1, args.provider_crds // 10))
-            measured = provider.run(kube, peers, env, args.repeat, server, workdir, shape)
-            provider.report(report, measured, shape, args.repeat)
-        if "records" in args.sections:
-            repeat = max(args.repeat, 3)  # --delete with and without --backup; the record's own pairs: PAIRS
-            measured_records = records.run(bench, args.records_n, repeat, kubeconfig, workdir)
-            records.report(report, measured_records, args.records_n)
-        if "scan-free" in args.sections:
-            scan_section.free_case(report, kube, peers, kubeconfig, namespaces, args.scan_types, args.scan_per_type)
+        measure(Bench(args, report, kube, peers, env, namespaces, kubeconfig, server, workdir, throughput))
     report.finish()
     return 0

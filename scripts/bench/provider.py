@@ -289,7 +289,7 @@ def report(out: Report, measured: tuple[Samples, dict[str, list[float]]], shape:
     ]
     reps = f", median (min-max) of {repeat}" if repeat > 1 else ""
     out.table(
-        f"11. a provider's CRDs: {shape.crds} CRDs of ~{shape.schema_kib} KiB in {shape.groups} groups,"
+        f"provider: a provider's CRDs, {shape.crds} CRDs of ~{shape.schema_kib} KiB in {shape.groups} groups,"
         f" {shape.objects} Terminating objects each{reps}",
         ["peer", "seconds", "peak RSS MiB", "control plane CPU s"],
         rows,

@@ -1,4 +1,4 @@
-"""12. What a run's record costs: `crd NAME` on N objects with its record against the same
+"""records: what a run's record costs: `crd NAME` on N objects with its record against the same
 run with --record=none (time, CPU, peak RSS, record bytes per object), and `crd NAME
 --delete` with and without --backup (time and record bytes per object). Each run is
 checked: every object freed (--delete: the CRD gone).
@@ -97,7 +97,7 @@ def report(report: Report, results: Results, n: int) -> None:
     backup_b = report.figure("records.backup_bytes_per_object", (med("backup", "bytes") - med("delete", "bytes")) / n)
     report.figure("records.record_bytes_per_object", med("record", "bytes") / n)
     report.table(
-        f"12. the record's cost, N={n}, medians",
+        f"records: the record's cost, N={n}, medians",
         ["variant", "runs", "seconds", "CPU s", "peak RSS MiB", "record bytes/object"],
         rows,
         [

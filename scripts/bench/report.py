@@ -121,7 +121,7 @@ class Report:
             rows.append([*row, f"{cpu['tool']:.2f} / {cpu['kubectl']:.2f}"])
         self.doc["cases"]["small"] = doc
         self.table(
-            f"1. small-N teardown: seconds, median (min-max) of {runs} runs",
+            f"small: teardown, seconds, median (min-max) of {runs} runs",
             ["case", "kubectl unfinalize --delete", "kubectl 3-step", "tool/kubectl", "CPU s tool / kubectl"],
             rows,
             notes,
@@ -205,7 +205,7 @@ class Report:
             per_object = self.figure(f"rss.{n}.tool.kib_per_object_over_0", (peak - base.rss_mib) * 1024 / n)
             rows.append([f"{n:,}", f"{peak:.0f}", f"{peak - base.rss_mib:.0f}", f"{per_object:.2f}"])
         self.table(
-            "4. peak RSS of the tool (kubectl-unfinalize crd NAME -q)",
+            "rss: peak RSS of the tool (kubectl-unfinalize crd NAME -q)",
             ["N", "MiB", "MiB over N=0", "KiB/object over N=0"],
             rows,
             ["max RSS of the process or of its largest child (the one-file binary unpacks into a child)."],
@@ -227,7 +227,7 @@ class Report:
             seconds = med([s.seconds for s in peers["tool"]])
             rows.append([f"{n:,}", f"{seconds:.1f}", f"{ms:.2f}", f"{ratio:.2f}" if ratio else "", f"{peak:.0f}"])
         self.table(
-            "6. growth: the tool alone (kubectl-unfinalize crd NAME -q) by N",
+            "growth: the tool alone (kubectl-unfinalize crd NAME -q) by N",
             ["N", "seconds", "ms/object", "ms/object vs 10,000", "peak RSS MiB"],
             rows,
             ["acceptance: ms/object at 100,000 <= 1.2x the one at 10,000; peak RSS at 100,000 < 100 MiB."],

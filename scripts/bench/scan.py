@@ -110,7 +110,7 @@ def run(
     }
     reps = f", median of {repeat}" if repeat > 1 else ""
     report.table(
-        f"5. scan: {n} terminating objects in {types} CRDs, tool vs lister{reps}",
+        f"scan: {n} terminating objects in {types} CRDs, tool vs lister{reps}",
         ["objects", "tool s", "lister s", "tool/lister", "tool RSS MiB", "lister RSS MiB"],
         [[str(n), f"{tool_s:.2f}", f"{lister_s:.2f}", f"{ratio:.2f}", f"{tool_rss:.0f}", f"{lister_rss:.0f}"]],
         [
@@ -153,7 +153,7 @@ def free_case(
     for key, value in timings.items():
         report.figure(f"scan_free.{key}_seconds", value)
     report.table(
-        f"13. scan --free: {types * per_type} stuck objects in {types} CRDs, against scan plus the frees",
+        f"scan-free: {types * per_type} stuck objects in {types} CRDs, against scan plus the frees",
         ["scan --free s", "scan s", "frees s", "free/(scan+frees)"],
         [[f"{timings['free']:.2f}", f"{timings['scan']:.2f}", f"{timings['frees']:.2f}", f"{ratio:.2f}"]],
         ["frees: crd --group G --only-terminating on an identical population; acceptance: ratio <= 1."],

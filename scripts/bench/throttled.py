@@ -225,7 +225,7 @@ def report(report: Report, results: Results, repeat: int) -> None:
         rows.append([f"{n:,}", "tool/ideal, tool/naive", "", f"{ideal:.2f}, {naive:.2f}", ""])
     reps = f", median of {repeat}" if repeat > 1 else ""
     report.table(
-        f"5. throttled: a priority level of {SEATS} seats that rejects (429) what does not fit{reps}",
+        f"throttled: a priority level of {SEATS} seats that rejects (429) what does not fit{reps}",
         ["N", "peer", "seconds", "objects/s", "429s"],
         rows,
         [

@@ -29,7 +29,7 @@ def add_record_flags(group: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="with --delete, keep the body of every object deleted (compressed) in the record, so that "
         "undo can create it again; costs one read per object deleted (measured: 0.4-0.9 ms and 0.7 KiB of "
-        "record per object, make bench section 12)",
+        'record per object: make bench BENCH_ARGS="--only records")',
     )
     group.add_argument(
         "--max-objects",
