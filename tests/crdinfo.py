@@ -1,4 +1,4 @@
-"""What the tests know about a CRD they made (conftest.py's ``make_crd``), typed."""
+"""What the tests know about a CRD they made (crdfixtures.py's ``make_crd``), typed."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ stack, and nothing a session started outlives it, whether a test timed out or th
 was sent SIGINT or SIGTERM (also under pytest-xdist).
 
 Each case runs a scratch suite in a pytest process of its own, with this suite's conftest
-as a plugin and this project's ini file, so it meets the same budget and the same reaping.
+and cluster fixtures as plugins and this project's ini file, so it meets the same budget and the same reaping.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Scratch:
         env = dict(os.environ, SCRATCH_OUT=str(self.out), PYTHONPATH=f"{ROOT / 'tests'}{os.pathsep}{ROOT / 'src'}")
         env.pop("PYTEST_XDIST_WORKER", None)
         env.pop("PYTEST_ADDOPTS", None)
-        command = [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider"]
+        command = [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "clusterfixtures", "-p", "no:cacheprovider"]
         command += ["-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), "-q", *args, str(suite)]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(

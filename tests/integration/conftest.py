@@ -1,50 +1,27 @@
-"""Fixtures for the product's integration tests: run the tool as a user would."""
+"""The integration tests' fixtures, named here so that only these tests reach them: the
+cluster's (tests/clusterfixtures.py), a CRD's (tests/crdfixtures.py) and the tool's
+(clifixtures.py). A conftest's fixtures are the names it holds, so they are imported."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def cli_env(kube_env, tmp_path_factory) -> dict[str, str]:
-    """kube_env, plus the built binary on PATH when UNFINALIZE_BINARY names one."""
-    binary = os.environ.get("UNFINALIZE_BINARY")
-    if not binary:
-        return kube_env
-    plugin_dir = tmp_path_factory.mktemp("plugin-path")
-    shutil.copy2(binary, plugin_dir / "kubectl-unfinalize")
-    return dict(kube_env, PATH=f"{plugin_dir}{os.pathsep}{kube_env['PATH']}")
+from clifixtures import cli, cli_env, unfinalize_cmd  # noqa: F401
+from clusterfixtures import (  # noqa: F401
+    STARTUP_KEY,
+    _control_plane,
+    api_client,
+    audit,
+    bin_dir,
+    control_plane,
+    kube_env,
+    kubeconfig,
+    kubectl,
+    namespace,
+    server_minor,
+)
+from crdfixtures import make_crd  # noqa: F401
 
 
-@pytest.fixture(scope="session")
-def unfinalize_cmd(bin_dir) -> list[str]:
-    """UNFINALIZE_BINARY set: `kubectl unfinalize` (kubectl finds the binary on PATH).
-    Otherwise the checkout's script, run by this Python."""
-    if os.environ.get("UNFINALIZE_BINARY"):
-        return [os.path.join(bin_dir, "kubectl"), "unfinalize"]
-    return [sys.executable, str(ROOT / "kubectl-unfinalize")]
-
-
-@pytest.fixture(scope="session")
-def cli(unfinalize_cmd, cli_env):
-    """cli(*args, env=None, input=None, timeout=180) -> CompletedProcess with text output."""
-
-    def run(*args, env=None, input=None, timeout=180):
-        return subprocess.run(
-            [*unfinalize_cmd, *map(str, args)],
-            env=dict(cli_env, **(env or {})),
-            input=input,
-            text=True,
-            capture_output=True,
-            timeout=timeout,
-        )
-
-    return run
+def pytest_terminal_summary(terminalreporter, config):
+    seconds = config.stash.get(STARTUP_KEY, None)
+    if seconds is not None:
+        terminalreporter.write_line(f"test control plane started in {seconds:.1f}s")
