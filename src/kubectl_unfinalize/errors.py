@@ -121,7 +121,14 @@ class Unauthorized(ApiError):
 
 
 class NotFound(ApiError):
-    """404: for a write, the object is already gone."""
+    """404: for a write, the object is already gone; unless the answer names its namespace."""
+
+    def names_namespace(self, namespace: str | None) -> bool:
+        """NamespaceLifecycle's answer to an update of an object whose namespace is gone
+        (removed through /finalize while the object was held): the object stands, and
+        nothing can change it until the namespace exists again."""
+        details = self.details
+        return bool(namespace) and details.get("kind") == "namespaces" and details.get("name") == namespace
 
 
 class Conflict(ApiError):

@@ -102,6 +102,10 @@ class FakeCluster:
         self.watch_list = False  # versions() answers (a server with WatchList), else None
         self.cleanup_paused = False  # deleted CRDs stay, their instances untouched
         self.patched_at: dict[ObjectRef, int] = {}  # the resourceVersion each bulk patch left
+        # Namespaces removed through /finalize while objects in them were held: those objects
+        # stay, readable and deletable, and NamespaceLifecycle answers every update of them
+        # with a 404 that names the namespace.
+        self.removed_namespaces: set[str] = set()
 
     def write(self, name: str, finalizers: list[str], resource: Resource = WIDGETS) -> None:
         """Another writer (a controller) sets the finalizers of `name`: a write the watch sees."""
@@ -209,6 +213,8 @@ class FakeCluster:
         if ref not in self.objects:
             return None
         self._call("patch", ref)
+        if ref.namespace in self.removed_namespaces:
+            return None
         with self.lock:
             stored = self.objects.get(ref)
             if stored is None:
@@ -344,6 +350,10 @@ class FakeCluster:
         stored = self.objects.get(meta.ref)
         if stored is None:
             raise NotFound(404, "NotFound", "not found")
+        if meta.ref.namespace in self.removed_namespaces:
+            namespace = meta.ref.namespace
+            details = {"name": namespace, "kind": "namespaces"}
+            raise NotFound(404, "NotFound", f'namespaces "{namespace}" not found', details=details)
         if keep is not None and str(stored.rv) != meta.resource_version:
             raise Conflict(409, "Conflict", "the object has been modified")
         if dry_run is DryRun.SERVER:

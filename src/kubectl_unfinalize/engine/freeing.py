@@ -32,6 +32,11 @@ class Freer:
         self._admission = admission
         self._sightings = sightings
         self._gate = gate or Gate()
+        # Objects of the pass under way whose namespace is gone: the loop does not wait for them.
+        self.orphans: set[ObjectRef] = set()
+
+    def begin_pass(self) -> None:
+        self.orphans = set()
 
     def cleared(self) -> None:
         """Wait for the RBAC preflight; raise its refusal. No write, and no outcome, before it."""
@@ -92,6 +97,8 @@ class Freer:
                 try:
                     version = self._writes.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
+                    if exc.names_namespace(meta.ref.namespace):
+                        return self._orphaned(meta, removed)
                     if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
                         return self.freed(meta, removed, "gone right after the patch", obj)
                     self._book.of(meta, Action.GONE, [], "already gone")
@@ -111,6 +118,17 @@ class Freer:
                 version = ""
             return self.freed(meta, removed, obj=obj, version=version)
         self._book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
+        return False
+
+    def _orphaned(self, meta: ObjectMeta, removed: list[str]) -> bool:
+        namespace = meta.ref.namespace
+        self.orphans.add(meta.ref)
+        message = (
+            f"its namespace {namespace} is gone: it was removed while this object was held, and nothing, its"
+            f" controller included, can change the object until the namespace exists again"
+            f" (kubectl create namespace {namespace}, then run this again)"
+        )
+        self._book.of(meta, Action.FAILED, removed, message)
         return False
 
     def _freed_in_bulk(self, meta: ObjectMeta, version: str) -> bool:

@@ -196,7 +196,10 @@ class Engine:
             [
                 o
                 for o in pending.objects
-                if o.uid and not self.admission.blocking(o.ref, "UPDATE") and exists(o.ref, o.uid)
+                if o.uid
+                and not self.admission.blocking(o.ref, "UPDATE")
+                and o.ref not in self.freer.orphans
+                and exists(o.ref, o.uid)
             ],
             [
                 n
@@ -220,12 +223,19 @@ class Engine:
         return True
 
     def _hopeless(self, state: CrdState) -> bool:
-        """A dead admission webhook refused each of its objects the last pass could not
-        free: it is reported now, and not waited on until the deadline."""
-        if not self.admission.refused_all(state.crd.resource, state.blocked):
-            return False
+        """Each of its objects the last pass could not free was refused by a dead admission
+        webhook, or is in a namespace that is gone: it is reported now, and not waited on
+        until the deadline."""
+        resource = state.crd.resource
+        orphans = sum(1 for ref in self.freer.orphans if ref.resource == resource)
+        if not self.admission.refused_all(resource, state.blocked - orphans):
+            if not orphans or orphans < state.blocked:
+                return False
         done = "deleted" if state.uid else "not deleted"
-        message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
+        if orphans:
+            message = f"{done}: {orphans} of its objects are in a namespace that is gone (see above)"
+        else:
+            message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
         self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
         return True
 
@@ -246,6 +256,7 @@ class Engine:
         listing = [c for c in pending.crds if due(c, now, seen)]  # a deleted CRD only when overdue
         self.namespaces.begin_pass()
         self.admission.begin_pass()
+        self.freer.begin_pass()
         for job in self._jobs(pending, listing):
             if self.deadline.expired():
                 break
