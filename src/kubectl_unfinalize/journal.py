@@ -15,7 +15,7 @@ class Write:
     """One write as the API server answered it. `version`/`new_version`: the object's
     resourceVersion before and after ("" when unknown); `finalizers`: what it held before."""
 
-    op: str  # unfinalize, delete, reconfigure; undo's refinalize, create
+    op: str  # unfinalize, delete, reconfigure, recreate (a namespace that was gone); undo's refinalize, create
     ref: ObjectRef
     uid: str = ""
     version: str = ""
@@ -39,6 +39,7 @@ DONE = {
     "unfinalize": "unfinalized",
     "delete": "deleted",
     "reconfigure": "reconfigured",
+    "recreate": "re-created",
     "refinalize": "refinalized",
     "create": "created",
 }

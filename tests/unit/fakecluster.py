@@ -106,6 +106,7 @@ class FakeCluster:
         # stay, readable and deletable, and NamespaceLifecycle answers every update of them
         # with a 404 that names the namespace.
         self.removed_namespaces: set[str] = set()
+        self.created: list[dict[str, Any]] = []  # the body of each object created, in order
 
     def write(self, name: str, finalizers: list[str], resource: Resource = WIDGETS) -> None:
         """Another writer (a controller) sets the finalizers of `name`: a write the watch sees."""
@@ -364,6 +365,19 @@ class FakeCluster:
             self.writes.append(meta.ref)
             self._settle()
             return str(stored.rv)
+
+    def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:
+        """Only a namespace is created by a run: one that was removed exists again."""
+        assert resource == NAMESPACE_RESOURCE and dry_run is DryRun.NONE
+        ref = ObjectRef(resource, body["metadata"]["name"], None)
+        self._call("create", ref)
+        with self.lock:
+            if ref in self.objects:
+                raise Conflict(409, "AlreadyExists", f'namespaces "{ref.name}" already exists')
+            self.removed_namespaces.discard(ref.name)
+            self.objects[ref] = Stored([])
+            self.created.append(body)
+            return self.objects[ref].uid
 
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool:
         self.calls.append(("review", f"{verb} {resource.plural}"))

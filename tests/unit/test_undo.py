@@ -11,7 +11,7 @@ from fakecluster import MemoryCluster, MemoryJournal
 from test_record_files import widget, write_record
 
 from kubectl_unfinalize.journal import Write
-from kubectl_unfinalize.model import CRD_RESOURCE, ObjectRef
+from kubectl_unfinalize.model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectRef
 from kubectl_unfinalize.options import DryRun
 from kubectl_unfinalize.records.entries import kept_line, write_line
 from kubectl_unfinalize.records.reading import load
@@ -174,3 +174,19 @@ def test_undo_records_the_finalizers_it_put_back_as_added_not_removed(tmp_path: 
     (write,) = journal.writes
     assert (write.op, write.added, write.removed) == ("refinalize", ("x",), ())
     assert write_line(write)["added"] == ["x"]
+
+
+def test_undo_leaves_a_namespace_the_run_created_again_gone_and_says_why(tmp_path: Path) -> None:
+    """A namespace that was gone before the run (removed through /finalize), created again
+    only to free what was left in it, then deleted again: undo does not bring it back."""
+    cluster = MemoryCluster()
+    ns = ObjectRef(NAMESPACE_RESOURCE, "orphans")
+    items, journal = undo(
+        cluster,
+        tmp_path,
+        write_line(Write("recreate", ns, "n1", message="gone; created again to free what was left in it")),
+        write_line(Write("delete", ns, "n1")),
+    )
+    done, detail = items["object:namespace/orphans"]
+    assert not done and "gone before this run" in detail and "not backed up" not in detail
+    assert journal.writes == [] and cluster.writes == []

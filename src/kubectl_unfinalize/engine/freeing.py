@@ -16,6 +16,7 @@ from . import diagnose
 from .admission import Admission, Blocked
 from .background import Gate
 from .context import RunContext
+from .revival import Revivals
 from .sightings import Sightings
 
 CONFLICT_RETRIES = 10
@@ -24,7 +25,14 @@ CONFLICT_RETRIES = 10
 class Freer:
     """How every sweep (CRDs, namespaces, manifest objects) frees an object. Thread-safe."""
 
-    def __init__(self, run: RunContext, admission: Admission, sightings: Sightings, gate: Gate | None = None) -> None:
+    def __init__(
+        self,
+        run: RunContext,
+        admission: Admission,
+        sightings: Sightings,
+        gate: Gate | None = None,
+        revivals: Revivals | None = None,
+    ) -> None:
         self._cluster = run.cluster
         self._writes = run.writes
         self._options = run.options
@@ -32,6 +40,7 @@ class Freer:
         self._admission = admission
         self._sightings = sightings
         self._gate = gate or Gate()
+        self._revivals = revivals
         # Objects of the pass under way whose namespace is gone: the loop does not wait for them.
         self.orphans: set[ObjectRef] = set()
 
@@ -89,6 +98,7 @@ class Freer:
         # What removing a built-in controller's finalizer may leak is in the object's spec
         # or status: read it while it is still there (only for a --finalizer naming one).
         obj = self._cluster.get(meta.ref) if finalizers.needs_object(removed) else None
+        revived = False
         for _ in range(CONFLICT_RETRIES):
             kept = tuple(f for f in meta.finalizers if f not in removed)
             # Removing every finalizer needs no precondition; keeping some is a conditional write.
@@ -98,7 +108,13 @@ class Freer:
                     version = self._writes.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
                     if exc.names_namespace(meta.ref.namespace):
-                        return self._orphaned(meta, removed)
+                        why = None if revived else self._revive(meta)
+                        if why is None and not revived:
+                            revived = True
+                            continue  # the namespace exists again: the same write, once more
+                        if options.dry_run is DryRun.SERVER and why is not None:
+                            return self.freed(meta, removed, why, obj)  # what a run would do: said
+                        return self._orphaned(meta, removed, why)
                     if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
                         return self.freed(meta, removed, "gone right after the patch", obj)
                     self._book.of(meta, Action.GONE, [], "already gone")
@@ -120,15 +136,20 @@ class Freer:
         self._book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
         return False
 
-    def _orphaned(self, meta: ObjectMeta, removed: list[str]) -> bool:
+    def _revive(self, meta: ObjectMeta) -> str | None:
+        """None when the object's namespace exists again; else why it does not."""
+        if self._revivals is None or meta.ref.namespace is None:
+            return "nothing here creates it again"
+        return self._revivals.revive(meta.ref.namespace)
+
+    def _orphaned(self, meta: ObjectMeta, removed: list[str], why: str | None) -> bool:
         namespace = meta.ref.namespace
         self.orphans.add(meta.ref)
         message = (
             f"its namespace {namespace} is gone: it was removed while this object was held, and nothing, its"
             f" controller included, can change the object until the namespace exists again"
-            f" (kubectl create namespace {namespace}, then run this again)"
         )
-        self._book.of(meta, Action.FAILED, removed, message)
+        self._book.of(meta, Action.FAILED, removed, f"{message} ({why})" if why else message)
         return False
 
     def _freed_in_bulk(self, meta: ObjectMeta, version: str) -> bool:

@@ -30,7 +30,7 @@ from ..journal import NO_JOURNAL, Journal
 from ..kube.port import Cluster, PlumbedCluster
 from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
 from ..options import DryRun, Options
-from . import diagnose, namespace_reads, object_sweep
+from . import diagnose, namespace_reads, object_sweep, revival
 from .admission import Admission
 from .background import Gate
 from .cap import Cap, over_cap
@@ -44,6 +44,7 @@ from .object_sweep import ObjectState, ObjectSweep
 from .outcomes import OutcomeBook, OutcomeListener
 from .pacing import START, Pacing
 from .preflight import ask_ahead, preflight
+from .revival import Revivals
 from .sightings import Sightings
 from .workers import Workers
 from .writes import Writes
@@ -90,7 +91,9 @@ class Engine:
         run = RunContext(cluster, writes.guarded(self.admission), options, self.book, deadline)
         self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
-        self.freer = Freer(run, self.admission, self.sightings, self.gate)
+        self.revivals = Revivals(run, on_warning or (lambda _: None))
+        self.freer = Freer(run, self.admission, self.sightings, self.gate, self.revivals)
+        self._finish = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's delete, on a grace
         self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
         self.objects = ObjectSweep(run, self.freer)
         start = options.concurrency if cluster.far() else START
@@ -144,6 +147,8 @@ class Engine:
         finally:
             self.workers.close()
             self.namespaces.close(wait=not report.interrupted)
+            grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE + revival.GONE_WAIT))
+            self.revivals.finish(self._finish(grace), grace)
         report.outcomes = self.book.outcomes()
         report.counts = self.book.counts
         report.scanned = len(self.sightings.seen)

@@ -66,6 +66,20 @@ class Writes:
             self._guard.note_deleted(ref, answer)
         return answer
 
+    def create_namespace(self, ref: ObjectRef, body: dict[str, Any]) -> str:
+        """A namespace that is gone, created again to free what was left in it
+        (engine/revival.py): counted once, recorded (undo leaves it gone); its uid."""
+        self._cap.take(ref)
+        uid = self._cluster.create(NAMESPACE_RESOURCE, None, body, DryRun.NONE)
+        self._journal.wrote(Write("recreate", ref, uid, message="gone; created again to free what was left in it"))
+        return uid
+
+    def delete_created(self, ref: ObjectRef) -> None:
+        """Its delete again: not counted twice (it was counted when created), recorded."""
+        answer = self._cluster.delete(ref, DryRun.NONE)
+        if answer is not None:
+            self._journal.wrote(Write("delete", ref, answer.uid, new_version=answer.version))
+
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
         """A CRD's spec.conversion switched off: its manifest first, as it was."""
         self._cap.take(ref)

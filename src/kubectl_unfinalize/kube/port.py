@@ -108,6 +108,10 @@ class Cluster(Protocol):
 
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None: ...
 
+    def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:
+        """The new object's uid; a 409 AlreadyExists is a Conflict (one of that name exists)."""
+        ...
+
     def allowed(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> bool: ...
 
     def ask_ahead(self, verb: str, resource: Resource, namespace: str | None, name: str | None) -> None:

@@ -24,6 +24,10 @@ from .reading import Record
 
 CONFLICT_RETRIES = 5
 NOT_BACKED_UP = "deleted by the run, and not backed up (--backup keeps the bodies of what --delete deletes)"
+NOT_BROUGHT_BACK = (
+    "left gone: it was gone before this run, which created it again only to free what was left in it"
+    " then deleted it again"
+)
 SERVED_WAIT = 30.0  # how long a re-created CRD may take to be Established before its objects are created
 
 
@@ -78,7 +82,12 @@ class Undo:
         items += self._each(self._finalizers, freed)
         done = restored | {(w.ref, w.uid) for w in freed}
         gone = [w for w in record.writes if (w.ref, w.uid) in deleted and w.ref.resource != CRD_RESOURCE]
-        items += [_item(w.ref, False, "object", NOT_BACKED_UP) for w in _unique(gone) if (w.ref, w.uid) not in done]
+        recreated = {(w.ref, w.uid) for w in record.writes if w.op == "recreate"}
+        items += [
+            _item(w.ref, False, "object", NOT_BROUGHT_BACK if (w.ref, w.uid) in recreated else NOT_BACKED_UP)
+            for w in _unique(gone)
+            if (w.ref, w.uid) not in done
+        ]
         return items
 
     def _each(self, job: Callable[[Any], UndoItem], work: list[Any]) -> list[UndoItem]:
