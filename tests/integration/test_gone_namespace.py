@@ -141,3 +141,17 @@ def test_what_else_holds_the_namespace_created_again_is_named_and_the_printed_co
     freed = cli(*command.split()[2:])
     assert freed.returncode == 0, freed.stdout + freed.stderr
     assert _namespace_uid(api_client, gone_ns) is None
+
+
+@pytest.mark.parametrize("how", ["ns --delete", "TYPE NAME -n NS"])
+def test_the_other_freeing_commands_free_them_and_leave_no_namespace(cli, api_client, orphans, how):
+    crd, gone_ns = orphans
+    if how == "ns --delete":
+        result = cli("ns", gone_ns, "--delete", "--timeout", "120")
+    else:
+        result = cli(f"{crd.kind.lower()}.{crd.group}", "left", "-n", gone_ns)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "not found (skipped)" not in result.stderr and "already gone" not in result.stdout
+    assert f"namespace {gone_ns} was removed while objects in it were held" in result.stderr
+    assert _finalizers(api_client, crd, gone_ns, "left") is None
+    assert _namespace_uid(api_client, gone_ns) is None

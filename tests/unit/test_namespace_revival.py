@@ -6,7 +6,7 @@ cannot, it says why, never calls them gone, and does not wait for them until its
 
 from __future__ import annotations
 
-from fakecluster import WIDGET_CRD, FakeCluster
+from fakecluster import CONFIGMAPS, WIDGET_CRD, FakeCluster
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine import Engine
@@ -118,3 +118,21 @@ def test_the_run_counts_the_namespace_it_creates_against_max_objects():
     orphan = next(o for o in report.outcomes if o.name == "w1")
     assert orphan.action is Action.FAILED and "max-objects" in orphan.message, orphan
     assert cluster.created == []  # the cap stood before the create: nothing to delete again
+
+
+def test_ns_names_a_gone_namespace_whose_objects_are_freed_and_the_namespace_seen_gone(bulk):
+    cluster = _orphans(bulk)
+    report, _ = _run(cluster, Targets(namespaces=["orphans"]), delete=True, timeout=30)
+    assert report.ok, [(o.name, o.action, o.message) for o in report.outcomes]
+    assert cluster.stored("w1") is None and GONE_NS not in cluster.objects
+    assert cluster.stored("b1").finalizers == [DEAD]  # another namespace's: not selected
+    assert report.count(Action.GONE) == 0
+
+
+def test_with_delete_a_gone_namespace_holding_objects_without_finalizers_is_created_again_to_delete_them():
+    cluster = FakeCluster()
+    cluster.add("plain", [], namespace="orphans", resource=CONFIGMAPS)
+    cluster.removed_namespaces.add("orphans")
+    report, _ = _run(cluster, Targets(namespaces=["orphans"]), delete=True, timeout=30)
+    assert report.ok and len(cluster.created) == 1
+    assert cluster.stored("plain", CONFIGMAPS) is None and GONE_NS not in cluster.objects

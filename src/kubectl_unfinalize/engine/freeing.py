@@ -136,11 +136,14 @@ class Freer:
         self._book.of(meta, Action.FAILED, removed, "kept conflicting with another writer")
         return False
 
-    def _revive(self, meta: ObjectMeta) -> str | None:
-        """None when the object's namespace exists again; else why it does not."""
-        if self._revivals is None or meta.ref.namespace is None:
+    def revive(self, namespace: str) -> str | None:
+        """None when `namespace`, gone, exists again (created by this run); else why it does not."""
+        if self._revivals is None:
             return "nothing here creates it again"
-        return self._revivals.revive(meta.ref.namespace)
+        return self._revivals.revive(namespace)
+
+    def _revive(self, meta: ObjectMeta) -> str | None:
+        return self.revive(meta.ref.namespace) if meta.ref.namespace else "it has no namespace"
 
     def _orphaned(self, meta: ObjectMeta, removed: list[str], why: str | None) -> bool:
         namespace = meta.ref.namespace

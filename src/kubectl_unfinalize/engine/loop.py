@@ -154,6 +154,7 @@ class Engine:
         report.scanned = len(self.sightings.seen)
         report.cleanup_seconds = self.book.counts[Action.DELETING] * CLEANUP_SECONDS
         report.seconds = time.monotonic() - started
+        report.skipped += [namespace_ref(name).display for name in self.namespaces.missing]
         report.skipped += [f"{gv} unavailable" for gv in self.namespaces.unavailable]
         return report
 

@@ -50,6 +50,7 @@ class NamespaceSweep:
         self._pool = _Pool(run.options.concurrency)
         self.discovery: namespace_reads.NamespacedTypes | None = None
         self.unavailable: list[str] = []
+        self.missing: list[str] = []  # named namespaces that are not there, nothing left inside
         self.live_lists: set[tuple[Resource, str]] = set()
         self._user: str | None = None
 
@@ -71,8 +72,8 @@ class NamespaceSweep:
             self.run.book.add(ref, Action.FAILED, message=diagnose.explain(exc, "get", ref.resource), aspect="get")
             return
         if meta is None:
-            if state.uid is None:
-                self.freer.missing(ref)
+            if state.uid is None and state.contents is None:
+                yield from self._gone_jobs(state)
             return
         if state.uid and meta.uid != state.uid:
             return  # re-created: the wait reports it
@@ -85,6 +86,17 @@ class NamespaceSweep:
             return
         state.listed_at = now
         yield from self._content_jobs(state)
+
+    def _gone_jobs(self, state: NamespaceState) -> Iterator[Callable[[], object]]:
+        """A namespace that is not there: not found, unless objects were left inside when it
+        was removed through /finalize. Those are freed (engine/revival.py creates it again
+        as their first write is refused); with --delete it is created again even when none
+        holds a finalizer, so that its controller deletes them."""
+        yield from self._content_jobs(state)
+        if not state.contents:
+            self.missing.append(state.name)  # skipped, as a named object that is not there
+        elif self.run.options.delete:
+            self.freer.revive(state.name)
 
     def _content_jobs(self, state: NamespaceState) -> Iterator[Callable[[], object]]:
         """List every namespaced type in the namespace at once, on the pool; free what has

@@ -2,8 +2,10 @@
 that exist in the cluster. Reads only.
 
 One module per way of naming: crds.py (names, groups, categories, labels), documents.py
-(-f manifests, read by manifests.py), named_objects.py (TYPE NAME, TYPE/NAME, TYPE -l),
-namespaces.py; `resolve` combines them in the order a run needs.
+(-f manifests, read by manifests.py), named_objects.py (TYPE NAME, TYPE/NAME, TYPE -l);
+`resolve` combines them in the order a run needs. A namespace is a target as named: one
+that is gone may still hold objects (removed through /finalize), which only the engine's
+look inside can tell.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from .crds import in_categories, list_crds, resolve_names
 from .documents import resolve_documents
 from .manifests import Document
 from .named_objects import resolve_named_objects
-from .namespaces import existing_namespaces
 
 
 def resolve(cluster: Cluster, selection: Selection, documents: list[Document], namespace: str) -> Targets:
@@ -33,7 +34,7 @@ def resolve(cluster: Cluster, selection: Selection, documents: list[Document], n
     if selection.categories:
         targets.crds = [c for c in targets.crds if in_categories(c, selection.categories)]
     if selection.namespaces:
-        targets.namespaces, targets.missing = existing_namespaces(cluster, selection.namespaces)
+        targets.namespaces = list(dict.fromkeys(selection.namespaces))  # one gone: the engine looks inside
     elif selection.namespace_selector:
         query = ListQuery(label_selector=selection.namespace_selector)
         targets.namespaces = [m.ref.name for page in cluster.list_meta(NAMESPACE_RESOURCE, query) for m in page]

@@ -12,7 +12,6 @@ from ..model import CRD, CRD_RESOURCE, CRD_RESOURCE_GROUP, ObjectRef, Resource, 
 from ..options import Selection
 from .crds import GET_AT_MOST, get_crd, list_crds
 from .manifests import Document
-from .namespaces import existing_namespaces
 
 
 def declared_crds(selection: Selection, documents: list[Document]) -> list[CRD]:
@@ -46,7 +45,7 @@ def resolve_documents(cluster: Cluster, documents: list[Document], namespace: st
         for doc in documents
         if doc.body["kind"] == "Namespace" and doc.body["apiVersion"] == "v1"
     ]
-    targets.namespaces, targets.missing = existing_namespaces(cluster, declared_namespaces)
+    targets.namespaces = list(dict.fromkeys(declared_namespaces))  # one gone: the engine looks inside
     documents = [d for d in documents if not (d.body["kind"] == "Namespace" and d.body["apiVersion"] == "v1")]
     resolver = _KindResolver(cluster, {d.body["apiVersion"] for d in documents if not _is_crd(d)})
     crd_names = {d.body["metadata"]["name"] for d in documents if _is_crd(d)}

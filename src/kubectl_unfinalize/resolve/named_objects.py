@@ -16,7 +16,6 @@ from ..kube.port import Cluster
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE, ObjectRef, Resource, Targets
 from ..options import Selection
 from .crds import list_crds, resolve_names
-from .namespaces import existing_namespaces
 from .types import resolve_type, split_type_name
 
 
@@ -51,9 +50,7 @@ def _add_names(cluster: Cluster, resource: Resource, names: list[str], namespace
         targets.crds += [c for c in resolve_names(cluster, names) if c.name not in known]
         return
     if _same(resource, NAMESPACE_RESOURCE):
-        found, missing = existing_namespaces(cluster, names)
-        targets.namespaces += [n for n in found if n not in targets.namespaces]
-        targets.missing += missing
+        targets.namespaces += [n for n in dict.fromkeys(names) if n not in targets.namespaces]
         return
     ns = namespace if resource.namespaced else None
     seen = set(targets.objects)
