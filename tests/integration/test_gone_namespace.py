@@ -155,3 +155,43 @@ def test_the_other_freeing_commands_free_them_and_leave_no_namespace(cli, api_cl
     assert f"namespace {gone_ns} was removed while objects in it were held" in result.stderr
     assert _finalizers(api_client, crd, gone_ns, "left") is None
     assert _namespace_uid(api_client, gone_ns) is None
+
+
+@pytest.fixture
+def deleted_orphan(api_client, make_crd, removed_namespace):
+    """An object being deleted, held by a dead finalizer, in a namespace that is gone."""
+    crd = make_crd(kind="Orphan")
+    gone_ns = f"ut-gone-{secrets.token_hex(3)}"
+    CoreV1Api(api_client).create_namespace({"metadata": {"name": gone_ns}})
+    create(api_client, crd, "left", gone_ns, finalizers=[DEAD])
+    CustomObjectsApi(api_client).delete_namespaced_custom_object(crd.group, crd.version, gone_ns, crd.plural, "left")
+    removed_namespace(gone_ns)
+    return crd, gone_ns
+
+
+def _orphaned(document: dict, crd) -> list[dict]:
+    return [g for g in document["groups"] if g["state"] == "orphaned" and g["resource"] == f"{crd.plural}.{crd.group}"]
+
+
+@pytest.mark.parametrize("scope", [(), ("-n", "GONE")], ids=["cluster-wide", "the namespace"])
+def test_scan_calls_them_orphaned_fails_and_its_command_frees_them(cli, api_client, deleted_orphan, scope):
+    crd, gone_ns = deleted_orphan
+    scope = tuple(gone_ns if word == "GONE" else word for word in scope)
+    result = cli("scan", *scope, "-o", "json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [group] = _orphaned(json.loads(result.stdout), crd)
+    assert group["namespaces"] == [gone_ns] and group["stuck"] and f"namespace {gone_ns} is gone" in group["verdict"]
+    [command] = group["commands"]
+    assert command == f"kubectl unfinalize ns {gone_ns} --delete"
+    freed = cli(*command.split()[2:])
+    assert freed.returncode == 0, freed.stdout + freed.stderr
+    assert _finalizers(api_client, crd, gone_ns, "left") is None and _namespace_uid(api_client, gone_ns) is None
+    after = cli("scan", *scope, "-o", "json")
+    assert _orphaned(json.loads(after.stdout), crd) == []
+
+
+def test_scan_free_frees_them_and_leaves_no_namespace(cli, api_client, deleted_orphan):
+    crd, gone_ns = deleted_orphan
+    result = cli("scan", "--free", "-n", gone_ns)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _finalizers(api_client, crd, gone_ns, "left") is None and _namespace_uid(api_client, gone_ns) is None

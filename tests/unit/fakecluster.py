@@ -604,11 +604,15 @@ class FakeScanCluster:
         objects: dict[str, list[dict[str, Any]]],
         forbidden: Iterable[str] = (),
         full: dict[str, list[dict[str, Any]]] | None = None,
+        removed_namespaces: Iterable[str] = (),
     ) -> None:
         self.objects = objects
         self.forbidden = set(forbidden)
         self.full = full or {}
         self.listed: list[tuple[str, str, str | None]] = []
+        # The namespaces of the objects exist (a namespace listed with none given), but those
+        # removed through /finalize while objects in them were held.
+        self.removed_namespaces = set(removed_namespaces)
 
     def api_discovery(self) -> list[dict[str, Any]]:
         return DISCOVERY
@@ -617,10 +621,9 @@ class FakeScanCluster:
         self.listed.append((resource.plural, resource.version, query.namespace))
         if resource.plural in self.forbidden:
             raise Forbidden(403, "Forbidden", f"{resource.plural} is forbidden")
+        stored = self._namespaces() if resource.plural == "namespaces" else self.objects.get(resource.plural, [])
         items = [
-            m
-            for m in self.objects.get(resource.plural, [])
-            if not (query.namespace and resource.namespaced) or m.get("namespace") == query.namespace
+            m for m in stored if not (query.namespace and resource.namespaced) or m.get("namespace") == query.namespace
         ]
         for start in range(0, len(items), query.limit):
             yield items[start : start + query.limit]
@@ -631,7 +634,15 @@ class FakeScanCluster:
         yield list(self.full.get(resource.plural, []))
 
     def get(self, ref: Any) -> dict[str, Any] | None:
+        if ref.resource.plural == "namespaces" and not self.full.get("namespaces"):
+            return next(({"metadata": m} for m in self._namespaces() if m["name"] == ref.name), None)
         return next((o for o in self.full.get(ref.resource.plural, []) if o["metadata"]["name"] == ref.name), None)
+
+    def _namespaces(self) -> list[dict[str, Any]]:
+        given = self.objects.get("namespaces", [])
+        names = {m["name"] for m in given}
+        implied = {m["namespace"] for ms in self.objects.values() for m in ms if m.get("namespace")}
+        return given + [{"name": n} for n in sorted(implied - names - self.removed_namespaces)]
 
 
 # Never called: mypy checks that each fake offers every verb of the port it stands for.

@@ -60,6 +60,12 @@ def group_commands(
     return commands
 
 
+def orphan_commands(namespaces: list[str]) -> list[str]:
+    """Objects left in namespaces that are gone: each namespace's delete frees them (the
+    namespace is created again, what is inside freed, then it is deleted again and gone)."""
+    return [f"{PREFIX} ns {ns} --delete" for ns in namespaces]
+
+
 def _crd_command(crds: str, terminating: bool, finalizer: str, namespace: str | None) -> str:
     """`crds`: the words that select the CRDs (names, or --group/--category)."""
     only = f"--finalizer {finalizer}"

@@ -27,6 +27,7 @@ class State(str, Enum):
     PENDING = "pending"  # deleted moments ago, no evidence either way yet
     BUILTIN = "built-in"  # a Kubernetes controller's finalizer, waiting for something real
     HELD = "held"  # --all: has finalizers, not being deleted (nothing to do)
+    ORPHANED = "orphaned"  # in a namespace that is gone: nothing can change it until the namespace exists again
 
 
 @dataclass

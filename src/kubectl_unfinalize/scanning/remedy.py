@@ -19,6 +19,11 @@ until it is gone, so the scan after it finds it gone rather than Terminating for
 more; otherwise (a working controller's objects inside too) never, since that would free
 that controller's finalizer where it shares F. An unavailable APIService is named, never
 deleted.
+Objects left in a namespace that is gone (scan's `orphaned`) are freed through that
+namespace, as their printed command: `ns NAME --delete`, every finalizer, not only on
+objects being deleted (the namespace's deletion was asked for already; everything left
+in it is what that deletion left). The run creates the namespace again to free them and
+deletes it again (engine/revival.py).
 A stuck Terminating CRD that no group of objects explains (objects without finalizers,
 a dead conversion webhook) gets `crd NAME --delete`, as its printed command.
 
@@ -105,13 +110,14 @@ class Call:
     namespace: str | None = None
     delete: bool = False
     groups: tuple[Group, ...] = field(default=(), compare=False)
+    only_terminating: bool = True  # False only for what a namespace that is gone left
 
     def options(self, dry_run: DryRun, chunk_size: int) -> Options:
         """The Options unfinalize(...) builds for this call."""
         return Options(
             namespace=self.namespace,
             delete=self.delete,
-            only_terminating=True,
+            only_terminating=self.only_terminating,
             finalizers=self.finalizers,
             dry_run=dry_run,
             chunk_size=chunk_size,
@@ -131,14 +137,21 @@ def plan(
     report: ScanReport, scope: Scope, grace: float, settle: bool = False, include_blocked: bool = False
 ) -> list[Call]:
     by_resource: dict[str, list[Group]] = {}
+    orphaned: dict[str, list[Group]] = {}
     for group in report.groups:
-        if freeable(group, scope, grace, include_blocked):
+        if group.state is State.ORPHANED and scope.covers(group):
+            for namespace in scope.in_namespaces(group):
+                orphaned.setdefault(namespace, []).append(group)
+        elif freeable(group, scope, grace, include_blocked):
             by_resource.setdefault(group.resource, []).append(group)
     going = {crd.name for crd in report.crds} if settle else set()
     calls: list[Call] = []
     for resource, groups in sorted(by_resource.items()):
         calls += _calls(resource, groups, scope, going, report.namespace)
     calls += _namespaces(report, scope, grace, include_blocked)
+    for name, groups in sorted(orphaned.items()):
+        selected = Selection(namespaces=(name,))
+        calls.append(Call(selected, "namespaces", delete=True, groups=tuple(groups), only_terminating=False))
     explained = {g.crd for g in report.groups if g.crd and g.terminating}
     for crd in report.crds:  # stuck with no held object to blame: as its printed command
         if crd.stuck and crd.name not in explained and not scope.narrowed and scope.covers_crd(crd):

@@ -23,8 +23,8 @@ from ..kube.discovery import Discovery, ServedType
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
-from . import blocked, evidence
-from .commands import crd_commands, fixes, group_commands
+from . import blocked, evidence, orphans
+from .commands import crd_commands, fixes, group_commands, orphan_commands
 from .model import Blocking, Group, Manager, ScanReport, State, TerminatingCrd
 from .namespaces import terminating_namespaces
 from .options import ScanOptions
@@ -41,7 +41,8 @@ class TypeTally:
     """What the list of one type left: its groups' tallies and how many objects it had."""
 
     resource: Resource
-    tallies: dict[tuple[str, bool], Tally] = field(default_factory=dict)  # (finalizer, terminating)
+    # (finalizer, terminating, orphaned: in a namespace that is gone)
+    tallies: dict[orphans.Key, Tally] = field(default_factory=dict)
     total: int = 0
     terminating: dict[str, float] = field(default_factory=dict)  # CRDs only: name -> deletion
     names: set[str] = field(default_factory=set)  # CRDs only: every CRD name
@@ -55,7 +56,10 @@ def discover(cluster: ScanCluster) -> tuple[list[ServedType], list[str]]:
     return served.preferred("list"), list(served.unavailable)
 
 
-def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float) -> TypeTally:
+def list_type(
+    cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float, spaces: set[str] | None = None
+) -> TypeTally:
+    """`spaces`: the namespaces that exist (None: unknown); an object in another is orphaned."""
     listed = TypeTally(resource)
     query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
     is_crd = resource.qualified == CRD_RESOURCE.qualified
@@ -63,7 +67,7 @@ def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, no
         for page in cluster.list_metadata(resource, query):
             listed.total += len(page)
             for meta in page:
-                _tally(listed, meta, options, now, is_crd)
+                _tally(listed, meta, options, now, is_crd, spaces)
     except Forbidden:
         scope = f"in namespace {options.namespace}" if options.namespace and resource.namespaced else "cluster-wide"
         listed.failure = f"{resource.qualified}: forbidden: cannot list {resource.qualified} {scope} (RBAC)"
@@ -74,7 +78,9 @@ def list_type(cluster: ScanCluster, resource: Resource, options: ScanOptions, no
     return listed
 
 
-def _tally(listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool) -> None:
+def _tally(
+    listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool, spaces: set[str] | None
+) -> None:
     deletion = timestamp(meta.get("deletionTimestamp"))
     if is_crd:
         listed.names.add(str(meta.get("name") or ""))
@@ -87,10 +93,12 @@ def _tally(listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: f
         return
     if deletion is not None and now - deletion < options.older_than:
         return
+    namespace = meta.get("namespace")
+    orphaned = spaces is not None and bool(namespace) and namespace not in spaces
     for finalizer in held:
         if is_crd and finalizer == finalizers.CRD_CLEANUP:
             continue  # a Terminating CRD is reported as one, freed through its objects
-        key = (str(finalizer), deletion is not None)
+        key = (str(finalizer), deletion is not None, orphaned)
         tally = listed.tallies.get(key)
         if tally is None:
             tally = listed.tallies[key] = Tally()
@@ -107,11 +115,12 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     discovered = resources  # kopf's peering types are read whatever -n narrows the lists to
     if options.namespace:
         resources = [r for r in resources if r.namespaced or r.qualified == CRD_RESOURCE.qualified]
+    spaces = orphans.existing(cluster, discovered)  # before the lists: a namespace listed after may be new
     with ThreadPoolExecutor(max(1, options.concurrency)) as pool:
         apiservice_job = pool.submit(_objects, cluster, APISERVICE_RESOURCE)
         lease_job = pool.submit(_objects, cluster, LEASES)
         peering_job = pool.submit(_peerings, cluster, discovered)
-        lists = list(pool.map(lambda r: list_type(cluster, r, options, now), resources))
+        lists = list(pool.map(lambda r: list_type(cluster, r, options, now, spaces), resources))
         apiservices, apiservice_failure = apiservice_job.result()  # unreadable: none is blamed or named
         leases, lease_failure = lease_job.result()
         peerings = peering_job.result()
@@ -135,15 +144,21 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
         leases=[evidence.Lease.from_dict(obj) for obj in leases],
         peers=[peer for obj in peerings for peer in evidence.peers(obj)],
     )
+    orphans.still_gone(cluster, [listed.tallies for listed in lists])
     candidates = [
         blocked.Candidate(listed.resource, finalizer, list(tally.names))
         for listed in lists
-        for (finalizer, terminating), tally in listed.tallies.items()
-        if terminating and context.judge(listed.resource, finalizer, terminating, tally).state is State.WORKING
+        for (finalizer, terminating, orphaned), tally in listed.tallies.items()
+        if terminating
+        and not orphaned
+        and context.judge(listed.resource, finalizer, terminating, tally).state is State.WORKING
     ]
     blockings = blocked.look(cluster, candidates, options, now, report.not_scanned)
     for listed in lists:
-        for (finalizer, terminating), tally in listed.tallies.items():
+        for (finalizer, terminating, orphaned), tally in listed.tallies.items():
+            if orphaned:
+                report.groups.append(context.orphaned(listed.resource, finalizer, terminating, tally))
+                continue
             blocking = blockings.get((listed.resource.qualified, finalizer)) if terminating else None
             report.groups.append(context.group(listed.resource, finalizer, terminating, tally, blocking))
     report.groups.sort(key=lambda g: (not g.stuck, g.finalizer, g.resource))
@@ -182,19 +197,29 @@ class _Context:
         peers = [p for p in self.peers if kopf and (not p.namespace or tally.namespaces == {p.namespace})]
         return evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace, blocking)
 
+    def orphaned(self, resource: Resource, finalizer: str, terminating: bool, tally: Tally) -> Group:
+        """Objects in a namespace that is gone: whatever their controller did, nothing can
+        change them until the namespace exists again (NamespaceLifecycle refuses every update)."""
+        judged = evidence.Judgement(State.ORPHANED, orphans.verdict(tally), True, [])
+        return self.group(
+            resource, finalizer, terminating, tally, None, judged, orphan_commands(sorted(tally.namespaces))
+        )
+
     def group(
-        self, resource: Resource, finalizer: str, terminating: bool, tally: Tally, blocking: Blocking | None
+        self,
+        resource: Resource,
+        finalizer: str,
+        terminating: bool,
+        tally: Tally,
+        blocking: Blocking | None,
+        judged: evidence.Judgement | None = None,
+        commands: list[str] | None = None,
     ) -> Group:
         crd = resource.qualified if resource.qualified in self.crds else ""
-        judged = self.judge(resource, finalizer, terminating, tally, blocking)
+        judged = judged or self.judge(resource, finalizer, terminating, tally, blocking)
         owner_kind, owner = evidence.owner(finalizer, tally, self.crd_groups, self.apiservices)
-        commands: list[str] = []
-        if blocking is not None and judged.state is State.BLOCKED:  # what frees the objects that say it
-            commands = group_commands(finalizer, resource.qualified, "", False, blocked.names(blocking), None)
-        elif judged.stuck or judged.state is State.PENDING:
-            commands = group_commands(
-                finalizer, resource.qualified, crd, crd in self.terminating, tally.names, self.options.namespace
-            )
+        if commands is None:
+            commands = self._commands(resource, finalizer, crd, tally, judged, blocking)
         namespaces = sorted(tally.namespaces)
         if tally.more_namespaces:
             namespaces.append(f"... {tally.more_namespaces} more")
@@ -225,6 +250,23 @@ class _Context:
             names=list(tally.names),
             blocking=blocking if judged.state is State.BLOCKED else None,
         )
+
+    def _commands(
+        self,
+        resource: Resource,
+        finalizer: str,
+        crd: str,
+        tally: Tally,
+        judged: evidence.Judgement,
+        blocking: Blocking | None,
+    ) -> list[str]:
+        if blocking is not None and judged.state is State.BLOCKED:  # what frees the objects that say it
+            return group_commands(finalizer, resource.qualified, "", False, blocked.names(blocking), None)
+        if judged.stuck or judged.state is State.PENDING:
+            return group_commands(
+                finalizer, resource.qualified, crd, crd in self.terminating, tally.names, self.options.namespace
+            )
+        return []
 
     def crd(self, cluster: ScanCluster, name: str, totals: dict[str, int], groups: list[Group]) -> TerminatingCrd:
         """A Terminating CRD is stuck when a group of its objects is, or, with none left
