@@ -16,6 +16,7 @@ from kubernetes.client import ApiextensionsV1Api, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 DEAD = "unfinalize.test/dead"
+OTHER = "unfinalize.test/other"
 
 
 def _finalizers(api_client, crd, namespace: str, name: str):
@@ -77,7 +78,7 @@ def orphans_and_a_configmap(api_client, make_crd, removed_namespace):
     core = CoreV1Api(api_client)
     core.create_namespace({"metadata": {"name": gone_ns}})
     create(api_client, crd, "left", gone_ns, finalizers=[DEAD])
-    core.create_namespaced_config_map(gone_ns, {"metadata": {"name": "held", "finalizers": [DEAD]}})
+    core.create_namespaced_config_map(gone_ns, {"metadata": {"name": "held", "finalizers": [OTHER]}})
     removed_namespace(gone_ns)
     return crd, gone_ns
 
@@ -128,11 +129,21 @@ def test_crd_delete_ends_with_the_crd_and_the_namespace_gone(cli, api_client, or
     assert _namespace_uid(api_client, gone_ns) is None
 
 
-def test_what_else_holds_the_namespace_created_again_is_named_and_the_printed_command_frees_it(
+def test_what_else_was_left_in_the_namespace_created_again_is_freed_so_that_it_goes(
     cli, api_client, orphans_and_a_configmap
 ):
     crd, gone_ns = orphans_and_a_configmap
     result = cli("crd", crd.name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "deleted again, gone" in _line(result.stdout, f"namespace/{gone_ns}")
+    assert _finalizers(api_client, crd, gone_ns, "left") is None and _namespace_uid(api_client, gone_ns) is None
+
+
+def test_with_a_finalizer_named_what_else_holds_it_is_named_and_the_printed_command_frees_it(
+    cli, api_client, orphans_and_a_configmap
+):
+    crd, gone_ns = orphans_and_a_configmap
+    result = cli("crd", crd.name, "--finalizer", DEAD, "--timeout", "5")
     line = _line(result.stdout, f"namespace/{gone_ns}")
     assert result.returncode == 1 and "not gone yet" in line, result.stdout + result.stderr
     assert _finalizers(api_client, crd, gone_ns, "left") is None  # the CRD's own: freed, gone

@@ -634,9 +634,10 @@ class FakeScanCluster:
         yield list(self.full.get(resource.plural, []))
 
     def get(self, ref: Any) -> dict[str, Any] | None:
-        if ref.resource.plural == "namespaces" and not self.full.get("namespaces"):
+        found = next((o for o in self.full.get(ref.resource.plural, []) if o["metadata"]["name"] == ref.name), None)
+        if found is None and ref.resource.plural == "namespaces":
             return next(({"metadata": m} for m in self._namespaces() if m["name"] == ref.name), None)
-        return next((o for o in self.full.get(ref.resource.plural, []) if o["metadata"]["name"] == ref.name), None)
+        return found
 
     def _namespaces(self) -> list[dict[str, Any]]:
         given = self.objects.get("namespaces", [])

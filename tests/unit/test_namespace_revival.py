@@ -136,3 +136,22 @@ def test_with_delete_a_gone_namespace_holding_objects_without_finalizers_is_crea
     report, _ = _run(cluster, Targets(namespaces=["orphans"]), delete=True, timeout=30)
     assert report.ok and len(cluster.created) == 1
     assert cluster.stored("plain", CONFIGMAPS) is None and GONE_NS not in cluster.objects
+
+
+def test_what_else_was_left_in_the_namespace_is_freed_so_that_it_goes(bulk):
+    """The namespace this run created is its own to remove: what else holds it (outside the
+    selection, left there when it was removed) is freed as ns NAME --delete frees it."""
+    cluster = _orphans(bulk)
+    cluster.add("beside", [DEAD], namespace="orphans", resource=CONFIGMAPS)
+    report, _ = _run(cluster)
+    assert report.ok, [(o.name, o.action, o.message) for o in report.outcomes]
+    assert GONE_NS not in cluster.objects and cluster.stored("beside", CONFIGMAPS) is None
+
+
+def test_with_a_finalizer_named_what_else_holds_the_namespace_is_left_and_named():
+    cluster = _orphans()
+    cluster.add("beside", ["other.example.com/keep"], namespace="orphans", resource=CONFIGMAPS)
+    report, _ = _run(cluster, finalizers=(DEAD,), timeout=1)
+    line = next(o for o in report.outcomes if o.name == "orphans")
+    assert line.action is Action.BLOCKING and "kubectl unfinalize ns orphans --delete" in line.message, line
+    assert cluster.stored("beside", CONFIGMAPS).finalizers == ["other.example.com/keep"]

@@ -28,9 +28,9 @@ from ..deadline import Deadline
 from ..errors import UnfinalizeError
 from ..journal import NO_JOURNAL, Journal
 from ..kube.port import Cluster, PlumbedCluster
-from ..model import STILL_BLOCKING, Action, ObjectRef, Progress, Report, Targets, crd_ref, namespace_ref
+from ..model import Action, ObjectRef, Progress, Report, Targets, namespace_ref
 from ..options import DryRun, Options
-from . import diagnose, namespace_reads, object_sweep, revival
+from . import diagnose, lasting, namespace_reads, object_sweep
 from .admission import Admission
 from .background import Gate
 from .cap import Cap, over_cap
@@ -93,7 +93,7 @@ class Engine:
         self.gate = Gate()  # started by run(): the RBAC preflight
         self.revivals = Revivals(run, on_warning or (lambda _: None))
         self.freer = Freer(run, self.admission, self.sightings, self.gate, self.revivals)
-        self._finish = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's delete, on a grace
+        self._grace_writes = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's delete
         self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
         self.objects = ObjectSweep(run, self.freer)
         start = options.concurrency if cluster.far() else START
@@ -142,13 +142,23 @@ class Engine:
             # written, nor reported, before they passed (Freer.cleared).
             self.gate.start(preflight, self.cluster, targets, self.options, self.workers)
             self._run(pending, report)
+            again = {
+                n: NamespaceState(n, uid) for n, uid in self.revivals.delete_again(self._grace_writes(self.cluster))
+            }
+            self.revivals.sweep(
+                list(again),
+                self.cluster,
+                self.deadline,
+                lambda left: self._pass(_Targets([], [], [again[n] for n in left])),
+            )
         except KeyboardInterrupt:
             report.interrupted = True
         finally:
+            grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
+            self.revivals.delete_again(self._grace_writes(grace))  # what this run created never stays
             self.workers.close()
             self.namespaces.close(wait=not report.interrupted)
-            grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE + revival.GONE_WAIT))
-            self.revivals.finish(self._finish(grace), grace)
+            self.revivals.report(grace)
         report.outcomes = self.book.outcomes()
         report.counts = self.book.counts
         report.scanned = len(self.sightings.seen)
@@ -195,7 +205,11 @@ class Engine:
 
     def _still_there(self, pending: _Targets) -> _Targets:
         exists = self._exists
-        crds = [c for c in pending.crds if not c.refused and not self._hopeless(c) and c.uid != ""]
+        crds = [
+            c
+            for c in pending.crds
+            if not c.refused and not lasting.crd_held(self.admission, self.freer, self.book, c) and c.uid != ""
+        ]
         there = self.crds.still_there(crds)  # one list of CRDs for them all
         return _Targets(
             [c for c in crds if c.uid is None or c in there],
@@ -210,7 +224,9 @@ class Engine:
             [
                 n
                 for n in pending.spaces
-                if n.uid and not self._hopeless_space(n) and exists(namespace_ref(n.name), n.uid)
+                if n.uid
+                and not lasting.namespace_held(self.admission, self.book, n)
+                and exists(namespace_ref(n.name), n.uid)
             ],
         )
 
@@ -226,32 +242,6 @@ class Engine:
         if meta.uid != uid:
             self.book.add(ref, Action.RECREATED, message=f"deleted, then re-created (new uid {meta.uid})")
             return False
-        return True
-
-    def _hopeless(self, state: CrdState) -> bool:
-        """Each of its objects the last pass could not free was refused by a dead admission
-        webhook, or is in a namespace that is gone: it is reported now, and not waited on
-        until the deadline."""
-        resource = state.crd.resource
-        orphans = sum(1 for ref in self.freer.orphans if ref.resource == resource)
-        if not self.admission.refused_all(resource, state.blocked - orphans):
-            if not orphans or orphans < state.blocked:
-                return False
-        done = "deleted" if state.uid else "not deleted"
-        if orphans:
-            message = f"{done}: {orphans} of its objects are in a namespace that is gone (see above)"
-        else:
-            message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
-        self.book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
-        return True
-
-    def _hopeless_space(self, state: NamespaceState) -> bool:
-        """Everything left inside was refused by a dead admission webhook in the last pass."""
-        refused = self.admission.refused_in[state.name]
-        if not state.contents or refused < state.contents:
-            return False
-        message = f"not gone: the {refused} objects left inside are refused by a dead admission webhook (see above)"
-        self.book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
         return True
 
     def _pass(self, pending: _Targets) -> bool:

@@ -7,12 +7,11 @@ namespace exists, nor in a dry run (which says what it would create)."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
+from ..deadline import Deadline
 from ..errors import Conflict, UnfinalizeError
 from ..kube.port import Cluster
 from ..model import Action, namespace_ref
@@ -26,7 +25,6 @@ REASON_ANNOTATION = "kubectl-unfinalize/recreated"
 REASON = "removed while objects in it were held; created again to free them, then deleted again"
 GONE_WAIT = 60.0  # at most this long (within the run's deadline) for the namespace controller to finish it
 POLL = 0.2
-FINALIZERS_REMAINING = "NamespaceFinalizersRemaining"
 
 
 def body(name: str) -> dict[str, object]:
@@ -51,6 +49,7 @@ class Revivals:
         self._created: dict[str, str] = {}  # name -> uid of the namespace this run created
         self._refused: dict[str, str] = {}  # name -> why it could not be created
         self._exists: set[str] = set()  # created by someone else since: not ours to delete
+        self._deleted: set[str] = set()  # ours, deleted again
 
     def revive(self, namespace: str) -> str | None:
         """None when the namespace exists again and the write can be sent again; else
@@ -80,47 +79,59 @@ class Revivals:
             )
             return None
 
-    def finish(self, writes: Writes, cluster: Cluster) -> None:
-        """Delete each namespace this run created and wait until it is gone (its controller
-        deletes what is inside); what still keeps one is named, with the command that frees
-        it. `writes` and `cluster` have a grace of their own: a run past its deadline still
-        deletes what it created."""
-        book = self._run.book
+    def delete_again(self, writes: Writes) -> list[tuple[str, str]]:
+        """Delete each namespace this run created and has not deleted yet: (name, uid) of
+        each deleted. `writes` has a grace of its own: a run past its deadline, or
+        interrupted, still deletes what it created."""
+        deleted = []
         for name, uid in self._created.items():
+            if name in self._deleted:
+                continue
+            self._deleted.add(name)
             ref = namespace_ref(name)
             try:
                 writes.delete_created(ref)
             except UnfinalizeError as exc:
-                book.add(ref, Action.FAILED, message=f"created again to free what was in it; cannot delete it: {exc}")
+                message = f"created again to free what was in it; cannot delete it again: {exc}"
+                self._run.book.add(ref, Action.FAILED, message=message)
                 continue
-            if self._gone(cluster, name, uid):
-                book.add(ref, Action.DELETED, message="created again to free what was left in it; deleted again, gone")
+            deleted.append((name, uid))
+        return deleted
+
+    def sweep(
+        self, spaces: list[str], cluster: Cluster, deadline: Deadline, one_pass: Callable[[list[str]], bool]
+    ) -> None:
+        """The namespaces this run created again and deleted again (`spaces`), swept as `ns
+        NAME --delete` sweeps one (what else was left in them holds them too) by the
+        engine's `one_pass`, until they are gone, for at most GONE_WAIT within the deadline."""
+        until = time.monotonic() + GONE_WAIT
+        while spaces and not deadline.expired() and time.monotonic() < until:
+            if not one_pass(spaces):
+                return
+            spaces = [name for name in spaces if not gone(cluster, name, self._created[name])]
+            if spaces:
+                time.sleep(min(POLL, deadline.remaining()))
+
+    def report(self, cluster: Cluster) -> None:
+        """What became of each namespace this run created, as read now."""
+        for name, uid in self._created.items():
+            ref = namespace_ref(name)
+            if gone(cluster, name, uid):
+                message = "created again to free what was left in it; deleted again, gone"
+                self._run.book.add(ref, Action.DELETED, message=message)
                 continue
             why = (
                 "created again to free what was left in it, deleted again, not gone yet"
                 f" (kubectl unfinalize ns {name} --delete)"
             )
-            namespace_reads.blocking(cluster, book, name, None, False, why)
-
-    def _gone(self, cluster: Cluster, name: str, uid: str) -> bool:
-        """Whether the namespace this run created (`uid`) is gone, read until GONE_WAIT or
-        the deadline; False at once when its controller says only content held by
-        finalizers remains (it cannot finish on its own)."""
-        ref = namespace_ref(name)
-        until = time.monotonic() + min(GONE_WAIT, self._run.deadline.remaining())
-        while True:
-            with contextlib.suppress(UnfinalizeError):  # cannot tell now: read again
-                obj = cluster.get(ref)
-                if obj is None or (obj.get("metadata") or {}).get("uid") != uid:  # another: ours is gone
-                    return True
-                if held(obj):
-                    return False
-            if time.monotonic() >= until:
-                return False
-            time.sleep(POLL)
+            namespace_reads.blocking(cluster, self._run.book, name, None, False, why)
 
 
-def held(namespace: dict[str, Any]) -> bool:
-    """The namespace controller deleted what it could: what is left holds finalizers."""
-    conditions = (namespace.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == FINALIZERS_REMAINING and c.get("status") == "True" for c in conditions)
+def gone(cluster: Cluster, name: str, uid: str) -> bool:
+    """Whether the namespace this run created (`uid`) is gone: not there, or another of its
+    name made since. False when it cannot be read now."""
+    try:
+        meta = cluster.get_meta(namespace_ref(name))
+    except UnfinalizeError:
+        return False
+    return meta is None or meta.uid != uid

@@ -14,13 +14,16 @@ from .tally import Tally
 Key = tuple[str, bool, bool]  # a type's tally: (finalizer, terminating, orphaned)
 
 
-def existing(cluster: ScanCluster, resources: list[Resource]) -> set[str] | None:
-    """The names of the namespaces that exist; None when they cannot be listed (then no
-    object is called orphaned)."""
+def existing(cluster: ScanCluster, resources: list[Resource], namespace: str | None) -> set[str] | None:
+    """The names of the namespaces that exist (only `namespace` is asked about, by a read,
+    when the scan is narrowed to it); None when they cannot be read (then no object is
+    called orphaned)."""
     namespaces = next((r for r in resources if r.qualified == NAMESPACE_RESOURCE.qualified), None)
-    if namespaces is None:
-        return None
     try:
+        if namespace:
+            return {namespace} if cluster.get(namespace_ref(namespace)) is not None else set()
+        if namespaces is None:
+            return None
         return {str(m.get("name") or "") for page in cluster.list_metadata(namespaces, ListQuery()) for m in page}
     except UnfinalizeError:
         return None
