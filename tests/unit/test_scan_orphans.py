@@ -33,6 +33,8 @@ def test_objects_in_a_namespace_that_is_gone_are_orphaned_and_fail_the_gate():
     assert orphaned.state is State.ORPHANED and orphaned.stuck and orphaned.held, orphaned
     assert "namespace orphans is gone" in orphaned.verdict and "until it exists again" in orphaned.verdict
     assert orphaned.commands == ["kubectl unfinalize ns orphans --delete"]
+    [fix] = [f for f in report.fixes if f.finalizer == orphaned.finalizer]
+    assert fix.commands == ["kubectl unfinalize ns orphans --delete"]  # the line scan prints: free: ...
     assert by_ns[("team",)].state is State.STUCK  # the other namespace's: judged as before
     assert not report.ok
 

@@ -62,7 +62,10 @@ class Revivals:
             if self._run.options.dry_run is not DryRun.NONE:
                 why = f"a run without --dry-run creates namespace {namespace} again to free it, then deletes it again"
                 self._refused[namespace] = why
-                self._warn(f"namespace {namespace} is gone, {why} (with what else was left in it)")
+                self._warn(
+                    f"namespace {namespace} is gone (removed while objects in it were held): a run without --dry-run"
+                    " creates it again to free them, then deletes it again"
+                )
                 return why
             try:
                 self._created[namespace] = self._run.writes.create_namespace(namespace_ref(namespace), body(namespace))

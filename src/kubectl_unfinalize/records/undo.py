@@ -26,7 +26,7 @@ CONFLICT_RETRIES = 5
 NOT_BACKED_UP = "deleted by the run, and not backed up (--backup keeps the bodies of what --delete deletes)"
 NOT_BROUGHT_BACK = (
     "left gone: it was gone before this run, which created it again only to free what was left in it"
-    " then deleted it again"
+    ", then deleted it again"
 )
 SERVED_WAIT = 30.0  # how long a re-created CRD may take to be Established before its objects are created
 

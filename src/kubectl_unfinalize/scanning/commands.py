@@ -28,7 +28,7 @@ from collections.abc import Collection, Mapping
 
 from .. import finalizers
 from ..model import CRD_RESOURCE, NAMESPACE_RESOURCE
-from .model import Fix, Group, TerminatingCrd
+from .model import Fix, Group, State, TerminatingCrd
 
 PREFIX = "kubectl unfinalize"
 
@@ -95,17 +95,22 @@ def fixes(
     for finalizer, held in sorted(stuck.items()):
         commands = []
         for going in (True, False):
-            names = {g.crd for g in held if g.crd and (g.crd in terminating) is going}
+            names = {g.crd for g in held if g.crd and not _orphaned(g) and (g.crd in terminating) is going}
             if names:
                 commands.append(_crd_command(crd_selector(names, every), going, finalizer, namespace))
         for group in held:
-            commands += [c for c in group.commands if not group.crd and c not in commands]
+            commands += [c for c in group.commands if (not group.crd or _orphaned(group)) and c not in commands]
         found.append(Fix(finalizer, sorted(g.resource for g in held), commands))
     names = {c.name for c in crds if c.stuck}
     if names:
         command = f"{PREFIX} crd {crd_selector(names, every)} --delete"
         found.append(Fix(finalizers.CRD_CLEANUP, sorted(names), [command]))
     return found
+
+
+def _orphaned(group: Group) -> bool:
+    """In a namespace that is gone: freed through that namespace, never by its type."""
+    return group.state is State.ORPHANED
 
 
 def crd_selector(names: Collection[str], every: Mapping[str, Collection[str] | None]) -> str:
