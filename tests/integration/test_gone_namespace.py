@@ -117,6 +117,7 @@ def test_an_object_in_a_removed_namespace_is_freed_by_creating_the_namespace_aga
     assert {w[2] for w in writes if w[1] == crd.plural} == {"left", "bystander"}, writes
 
 
+@pytest.mark.core
 def test_crd_delete_ends_with_the_crd_and_the_namespace_gone(cli, api_client, orphans):
     crd, gone_ns = orphans
     result = cli("crd", crd.name, "--delete", "--timeout", "120")
@@ -184,6 +185,7 @@ def _orphaned(document: dict, crd) -> list[dict]:
     return [g for g in document["groups"] if g["state"] == "orphaned" and g["resource"] == f"{crd.plural}.{crd.group}"]
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("scope", [(), ("-n", "GONE")], ids=["cluster-wide", "the namespace"])
 def test_scan_calls_them_orphaned_fails_and_its_command_frees_them(cli, api_client, deleted_orphan, scope):
     crd, gone_ns = deleted_orphan
