@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from .record_api import history, read_record, undo
     from .records.model import RecordSummary, UndoItem, UndoReport
     from .records.reading import Record
-    from .scanning.model import Fix, FreedCall, Group, Manager, ScanReport, State, TerminatingCrd, TerminatingNamespace
+    from .scanning.model import Fix, Group, Manager, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
     from .scanning.remedy import Scope
+    from .scanning.report import FreedCall, ScanReport
 
 __all__ = [
     "Action",
@@ -77,12 +78,12 @@ _HOMES = {
     "scan": "api",
     "run_scan": "api",
     "ScanOptions": "scanning.options",
-    "ScanReport": "scanning.model",
+    "ScanReport": "scanning.report",
     "Group": "scanning.model",
     "State": "scanning.model",
     "Manager": "scanning.model",
     "Fix": "scanning.model",
-    "FreedCall": "scanning.model",
+    "FreedCall": "scanning.report",
     "Scope": "scanning.remedy",
     "TerminatingCrd": "scanning.model",
     "TerminatingNamespace": "scanning.model",

@@ -24,8 +24,8 @@ from .resolve.documents import declared_crds
 from .resolve.manifests import read_manifests
 
 if TYPE_CHECKING:
-    from .scanning.model import ScanReport  # imported by scan() alone: a teardown never needs it
     from .scanning.options import ScanOptions
+    from .scanning.report import ScanReport  # imported by scan() alone: a teardown never needs it
 
 Confirm = Callable[[Targets], bool]
 

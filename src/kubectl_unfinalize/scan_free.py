@@ -30,9 +30,9 @@ from .options import ConnectionOptions, DryRun, Options
 from .records.recorded import Header, recorded, report_counts
 from .resolve import resolve
 from .resolve.documents import declared_crds
-from .scanning.model import FreedCall, ScanReport
 from .scanning.options import ScanOptions
 from .scanning.remedy import Call, plan
+from .scanning.report import FreedCall, ScanReport
 from .scanning.settle import settle
 from .scanning.survey import scan as survey
 

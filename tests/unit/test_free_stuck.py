@@ -16,8 +16,8 @@ from kubectl_unfinalize.model import Action
 from kubectl_unfinalize.records.reading import load
 from kubectl_unfinalize.records.recorded import Header
 from kubectl_unfinalize.scan_free import free_stuck
-from kubectl_unfinalize.scanning.model import ScanReport
 from kubectl_unfinalize.scanning.options import FreeOptions, ScanOptions
+from kubectl_unfinalize.scanning.report import ScanReport
 
 DEAD = "dead.example.com/x"
 HEADER = Header("kubectl unfinalize scan --free", "ctx", "https://127.0.0.1:6443")

@@ -13,8 +13,9 @@ from test_scan_engine import DEAD, NOW, SCHEMA, md
 from kubectl_unfinalize import api
 from kubectl_unfinalize.cli.main import main
 from kubectl_unfinalize.errors import IncompleteError
-from kubectl_unfinalize.scanning.model import ScanReport, State
+from kubectl_unfinalize.scanning.model import State
 from kubectl_unfinalize.scanning.options import ScanOptions
+from kubectl_unfinalize.scanning.report import ScanReport
 from kubectl_unfinalize.scanning.settle import POLL, settle
 from kubectl_unfinalize.scanning.survey import scan
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ..durations import ago, format_seconds
 from ..finalizers import CRD_CLEANUP
 from ..model import Action
-from ..scanning.model import Group, ScanReport
+from ..scanning.model import Group
+
+if TYPE_CHECKING:
+    from .. import ScanReport
 
 SHOWN_NAMESPACES = 3
 SHOWN_FAILURES = 10

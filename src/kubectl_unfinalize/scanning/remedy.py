@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from ..options import DryRun, Options, Selection
-from .model import Group, ScanReport, State, TerminatingCrd, TerminatingNamespace
+from .model import Group, State, TerminatingCrd, TerminatingNamespace
+from .report import ScanReport
 
 
 def api_group(group: Group) -> str:

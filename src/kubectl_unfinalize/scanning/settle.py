@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from .model import ScanReport
+from .report import ScanReport
 
 POLL = 2.0  # seconds between looks at most
 PAST = 0.1  # looked at this long after an item reaches the grace, so it is judged by then

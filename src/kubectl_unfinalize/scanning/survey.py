@@ -25,10 +25,11 @@ from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
 from . import blocked, evidence, orphans
 from .commands import crd_commands, fixes, group_commands, orphan_commands
-from .model import Blocking, Group, Manager, ScanReport, State, TerminatingCrd
+from .model import Blocking, Group, Manager, State, TerminatingCrd
 from .namespaces import terminating_namespaces
 from .options import ScanOptions
 from .port import ScanCluster
+from .report import ScanReport
 from .tally import Tally, rfc3339, timestamp
 
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
@@ -200,8 +201,7 @@ class _Context:
         return evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace, blocking)
 
     def orphaned(self, resource: Resource, finalizer: str, terminating: bool, tally: Tally) -> Group:
-        """Objects in a namespace that is gone: whatever their controller did, nothing can
-        change them until the namespace exists again (NamespaceLifecycle refuses every update)."""
+        """Objects in a namespace that is gone (orphans.py): orphaned, whatever their controller did."""
         judged = evidence.Judgement(State.ORPHANED, orphans.verdict(tally), True, [])
         return self.group(
             resource, finalizer, terminating, tally, None, judged, orphan_commands(sorted(tally.namespaces))
