@@ -128,10 +128,13 @@ def hosts_file_name() -> str:
             for name in fields[1:]:
                 if name != "localhost" and not name.startswith("localhost."):
                     return name
-    pytest.skip(
+    message = (
         "no name other than localhost has 127.0.0.1 in /etc/hosts"
         " (add one, e.g. '127.0.0.1 kube.test', to run this case)"
     )
+    if os.environ.get("CI"):  # a case CI would otherwise never run
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
 
 
 # --------------------------------------------------------------------------- the environment
