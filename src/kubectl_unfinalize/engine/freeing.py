@@ -30,8 +30,8 @@ class Freer:
         run: RunContext,
         admission: Admission,
         sightings: Sightings,
+        revivals: Revivals,
         gate: Gate | None = None,
-        revivals: Revivals | None = None,
     ) -> None:
         self._cluster = run.cluster
         self._writes = run.writes
@@ -107,12 +107,13 @@ class Freer:
                 try:
                     version = self._writes.patch_finalizers(meta, keep, options.dry_run)
                 except NotFound as exc:
-                    if exc.names_namespace(meta.ref.namespace):
-                        why = None if revived else self._revive(meta)
-                        if why is None and not revived:
+                    namespace = meta.ref.namespace
+                    if namespace and exc.names_namespace(namespace):
+                        why = "refused again once it existed" if revived else self._revivals.revive(namespace)
+                        if why is None:
                             revived = True
                             continue  # the namespace exists again: the same write, once more
-                        if options.dry_run is DryRun.SERVER and why is not None:
+                        if options.dry_run is DryRun.SERVER:
                             return self.freed(meta, removed, why, obj)  # what a run would do: said
                         return self._orphaned(meta, removed, why)
                     if exc.ambiguous or sent:  # the connection dropped after the server applied our patch
@@ -138,21 +139,16 @@ class Freer:
 
     def revive(self, namespace: str) -> str | None:
         """None when `namespace`, gone, exists again (created by this run); else why it does not."""
-        if self._revivals is None:
-            return "nothing here creates it again"
         return self._revivals.revive(namespace)
 
-    def _revive(self, meta: ObjectMeta) -> str | None:
-        return self.revive(meta.ref.namespace) if meta.ref.namespace else "it has no namespace"
-
-    def _orphaned(self, meta: ObjectMeta, removed: list[str], why: str | None) -> bool:
+    def _orphaned(self, meta: ObjectMeta, removed: list[str], why: str) -> bool:
         namespace = meta.ref.namespace
         self.orphans.add(meta.ref)
         message = (
             f"its namespace {namespace} is gone: it was removed while this object was held, and nothing, its"
             f" controller included, can change the object until the namespace exists again"
         )
-        self._book.of(meta, Action.FAILED, removed, f"{message} ({why})" if why else message)
+        self._book.of(meta, Action.FAILED, removed, f"{message} ({why})")
         return False
 
     def _freed_in_bulk(self, meta: ObjectMeta, version: str) -> bool:

@@ -92,8 +92,8 @@ class Engine:
         self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
         self.revivals = Revivals(run, on_warning or (lambda _: None))
-        self.freer = Freer(run, self.admission, self.sightings, self.gate, self.revivals)
-        self._grace_writes = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's delete
+        self.freer = Freer(run, self.admission, self.sightings, self.revivals, self.gate)
+        self._writes_through = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's deletes
         self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
         self.objects = ObjectSweep(run, self.freer)
         start = options.concurrency if cluster.far() else START
@@ -143,7 +143,7 @@ class Engine:
             self.gate.start(preflight, self.cluster, targets, self.options, self.workers)
             self._run(pending, report)
             again = {
-                n: NamespaceState(n, uid) for n, uid in self.revivals.delete_again(self._grace_writes(self.cluster))
+                n: NamespaceState(n, uid) for n, uid in self.revivals.delete_again(self._writes_through(self.cluster))
             }
             self.revivals.sweep(
                 list(again),
@@ -155,7 +155,7 @@ class Engine:
             report.interrupted = True
         finally:
             grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
-            self.revivals.delete_again(self._grace_writes(grace))  # what this run created never stays
+            self.revivals.delete_again(self._writes_through(grace))  # what this run created never stays
             self.workers.close()
             self.namespaces.close(wait=not report.interrupted)
             self.revivals.report(grace)
