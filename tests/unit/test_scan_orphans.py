@@ -57,3 +57,24 @@ def test_scan_free_frees_them_through_the_namespace():
 def test_a_scan_narrowed_to_the_gone_namespace_finds_them_too():
     report = scan(_cluster(), ScanOptions(namespace="orphans"), clock=lambda: NOW)
     assert [g.state for g in report.groups] == [State.ORPHANED] and not report.ok
+
+
+def test_a_namespace_made_while_the_scan_listed_holds_no_orphans_and_nothing_is_lost():
+    """Listed before the types, missing; read again after them, there: its objects are
+    judged as any others, merged into the group of the same finalizer."""
+    fake = _cluster(removed=("orphans",))
+    fake.objects["configmaps"].append(md("late", "orphans", deleted=3600))  # DEAD, like "held" in team
+    reads = []
+    get = fake.get
+
+    def made_meanwhile(ref):
+        reads.append(ref.name)
+        if ref.resource.plural == "namespaces" and ref.name == "orphans":
+            return {"metadata": {"name": "orphans"}}
+        return get(ref)
+
+    fake.get = made_meanwhile
+    report = scan(fake, ScanOptions(), clock=lambda: NOW)
+    assert State.ORPHANED not in {g.state for g in report.groups} and "orphans" in reads
+    [dead] = [g for g in report.groups if "team" in g.namespaces]
+    assert dead.count == 2 and dead.namespaces == ["orphans", "team"]  # merged: none dropped

@@ -42,13 +42,16 @@ def still_gone(cluster: ScanCluster, lists: list[dict[Key, Tally]]) -> None:
             back.add(name)  # cannot tell: not called orphaned
     if not back:
         return
-    for tallies in lists:
+    for tallies in lists:  # rare: a race with a namespace made meanwhile
         for key in [k for k, tally in tallies.items() if k[2] and tally.namespaces & back]:
             tally = tallies.pop(key)
-            tallies.setdefault((key[0], key[1], False), tally)  # rare: a race with a new namespace
+            judged = tallies.setdefault((key[0], key[1], False), tally)
+            if judged is not tally:
+                judged.merge(tally)
 
 
 def verdict(tally: Tally) -> str:
+    """The group's verdict, naming the namespaces (scan keeps up to tally.NAMESPACES)."""
     listed = ", ".join(sorted(tally.namespaces))
     if tally.more_namespaces:
         listed += f" and {tally.more_namespaces} more"

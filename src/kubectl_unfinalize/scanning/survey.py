@@ -116,9 +116,8 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     discovered = resources  # kopf's peering types are read whatever -n narrows the lists to
     if options.namespace:
         resources = [r for r in resources if r.namespaced or r.qualified == CRD_RESOURCE.qualified]
-    spaces = orphans.existing(
-        cluster, discovered, options.namespace
-    )  # before the lists: a namespace listed after may be new
+    # Before the lists: a namespace made after them may hold objects they listed.
+    spaces = orphans.existing(cluster, discovered, options.namespace)
     with ThreadPoolExecutor(max(1, options.concurrency)) as pool:
         apiservice_job = pool.submit(_objects, cluster, APISERVICE_RESOURCE)
         lease_job = pool.submit(_objects, cluster, LEASES)

@@ -95,6 +95,30 @@ class Tally:
                 tally.writes_after_deletion += 1
                 tally.last_after_deletion = _latest(tally.last_after_deletion, last)
 
+    def merge(self, other: Tally) -> None:
+        """Add another tally of the same group (its objects were tallied apart), within the bounds."""
+        self.count += other.count
+        if other.oldest is not None and (self.oldest is None or other.oldest < self.oldest):
+            self.oldest = other.oldest
+        for namespace in sorted(other.namespaces - self.namespaces):
+            if len(self.namespaces) < NAMESPACES:
+                self.namespaces.add(namespace)
+            else:
+                self.more_namespaces += 1
+        self.more_namespaces += other.more_namespaces
+        self.names += other.names[: NAMES - len(self.names)]
+        for name, theirs in other.managers.items():
+            ours = self.managers.get(name)
+            if ours is None:
+                if len(self.managers) < MANAGERS:
+                    self.managers[name] = theirs
+                continue
+            ours.objects += theirs.objects
+            ours.finalizer_write = _latest(ours.finalizer_write, theirs.finalizer_write)
+            ours.last_write = _latest(ours.last_write, theirs.last_write)
+            ours.writes_after_deletion += theirs.writes_after_deletion
+            ours.last_after_deletion = _latest(ours.last_after_deletion, theirs.last_after_deletion)
+
     @property
     def last_after_deletion(self) -> tuple[str, float] | None:
         """The manager that wrote last after a deletion, and when."""
