@@ -143,7 +143,8 @@ class Engine:
             self.gate.start(preflight, self.cluster, targets, self.options, self.workers)
             self._run(pending, report)
             again = {
-                n: NamespaceState(n, uid) for n, uid in self.revivals.delete_again(self._writes_through(self.cluster))
+                n: NamespaceState(n, uid)
+                for n, uid in self.revivals.delete_again(lambda: self._writes_through(self.cluster))
             }
             self.revivals.sweep(
                 list(again),
@@ -154,8 +155,8 @@ class Engine:
         except KeyboardInterrupt:
             report.interrupted = True
         finally:
-            grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
-            self.revivals.delete_again(self._writes_through(grace))  # what this run created never stays
+            grace = partial(self.cluster.bounded, Deadline(DIAGNOSIS_GRACE))  # made only if a namespace was created
+            self.revivals.delete_again(lambda: self._writes_through(grace()))  # what this run created never stays
             self.workers.close()
             self.namespaces.close(wait=not report.interrupted)
             self.revivals.report(grace)

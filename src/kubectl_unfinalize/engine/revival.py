@@ -82,14 +82,17 @@ class Revivals:
             )
             return None
 
-    def delete_again(self, writes: Writes) -> list[tuple[str, str]]:
+    def delete_again(self, writes_for: Callable[[], Writes]) -> list[tuple[str, str]]:
         """Delete each namespace this run created and has not deleted yet: (name, uid) of
-        each deleted. `writes` has a grace of its own: a run past its deadline, or
-        interrupted, still deletes what it created."""
+        each deleted. `writes_for` makes the writes only when there is one (most runs
+        create none), with a grace of their own after the deadline or an interrupt: a run
+        still deletes what it created."""
+        left = [(name, uid) for name, uid in self._created.items() if name not in self._deleted]
+        if not left:
+            return []
+        writes = writes_for()
         deleted = []
-        for name, uid in self._created.items():
-            if name in self._deleted:
-                continue
+        for name, uid in left:
             self._deleted.add(name)
             ref = namespace_ref(name)
             try:
@@ -115,8 +118,12 @@ class Revivals:
             if spaces:
                 time.sleep(min(POLL, deadline.remaining()))
 
-    def report(self, cluster: Cluster) -> None:
-        """What became of each namespace this run created, as read now."""
+    def report(self, cluster_for: Callable[[], Cluster]) -> None:
+        """What became of each namespace this run created, as read now (through
+        `cluster_for()`, made only when there is one)."""
+        if not self._created:
+            return
+        cluster = cluster_for()
         for name, uid in self._created.items():
             ref = namespace_ref(name)
             if gone(cluster, name, uid):
