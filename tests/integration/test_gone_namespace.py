@@ -16,6 +16,7 @@ from kubernetes.client import ApiextensionsV1Api, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 DEAD = "unfinalize.test/dead"
+REAL_SIZE = {"unfinalize.test/notes": "x" * 4096}  # objects of a real size: a few KiB of annotations
 OTHER = "unfinalize.test/other"
 
 
@@ -63,8 +64,8 @@ def orphans(api_client, make_crd, namespace, removed_namespace):
     crd = make_crd(kind="Orphan")
     gone_ns = f"ut-gone-{secrets.token_hex(3)}"
     CoreV1Api(api_client).create_namespace({"metadata": {"name": gone_ns}})
-    create(api_client, crd, "left", gone_ns, finalizers=[DEAD])
-    create(api_client, crd, "bystander", namespace, finalizers=[DEAD])
+    create(api_client, crd, "left", gone_ns, finalizers=[DEAD], annotations=REAL_SIZE)
+    create(api_client, crd, "bystander", namespace, finalizers=[DEAD], annotations=REAL_SIZE)
     removed_namespace(gone_ns)
     assert _finalizers(api_client, crd, gone_ns, "left") == [DEAD]  # it stands, readable
     return crd, gone_ns
@@ -92,6 +93,10 @@ def _namespace_uid(api_client, name: str):
         raise
 
 
+def _ok(event: dict) -> bool:
+    return event.get("responseStatus", {}).get("code", 0) < 300
+
+
 def _line(stdout: str, part: str) -> str:
     return next(line for line in stdout.splitlines() if part in line)
 
@@ -110,11 +115,24 @@ def test_an_object_in_a_removed_namespace_is_freed_by_creating_the_namespace_aga
     assert _finalizers(api_client, crd, gone_ns, "left") is None
     assert _namespace_uid(api_client, gone_ns) is None
     assert _finalizers(api_client, crd, namespace, "bystander") == []
-    # Nothing outside the selection written; the namespace created and deleted once each.
-    writes = [(e["verb"], e["objectRef"]["resource"], e["objectRef"].get("name")) for e in audit.writes()]
+    # Nothing outside the selection written, nothing written twice: the namespace created and
+    # deleted once each, each object patched once with success (the orphan's first patch is
+    # refused with the 404 naming its namespace, which is what sends the tool to create it).
+    events = audit.writes()
+    writes = [(e["verb"], e["objectRef"]["resource"], e["objectRef"].get("name")) for e in events]
     # (a create's objectRef names the object on newer servers only)
     assert sorted(w[0] for w in writes if w[1] == "namespaces") == ["create", "delete"], writes
     assert {w[2] for w in writes if w[1] == crd.plural} == {"left", "bystander"}, writes
+    applied = [e["objectRef"]["name"] for e in events if e["objectRef"]["resource"] == crd.plural and _ok(e)]
+    assert sorted(applied) == ["bystander", "left"], writes
+    refused = [e for e in events if e["objectRef"]["resource"] == crd.plural and not _ok(e)]
+    assert refused and all(e["objectRef"]["name"] == "left" and e["responseStatus"]["code"] == 404 for e in refused)
+    # The record holds the namespace's two writes; undo says why it leaves it gone.
+    record = json.loads(cli("history", "--last", "-o", "json").stdout)
+    ops = [(w["op"], w["resource"]["plural"]) for w in record["writes"] if w.get("name") == gone_ns]
+    assert ops == [("recreate", "namespaces"), ("delete", "namespaces")], record["writes"]
+    undone = cli("undo", "--last")
+    assert f"namespace/{gone_ns} object not put back (left gone: it was gone before this run" in undone.stdout
 
 
 @pytest.mark.core
