@@ -151,6 +151,12 @@ class TooManyRequests(ApiError):
     """429: API Priority and Fairness (or a webhook) asks to slow down."""
 
 
+class CorruptObjects(ApiError):
+    """500: objects the API server cannot read from storage (a lost encryption key, bytes that
+    do not decode: KEP-3926). An answer that will not change however often it is asked, so
+    never sent again; kube.corrupt reads which objects it names."""
+
+
 # What ends a run, not one object's job: its deadline (or Ctrl-C), or credentials the API
 # server rejects for good (the run's deadline then ends with it). The engine records no
 # outcome for a request they stopped; the report says why the run ended.

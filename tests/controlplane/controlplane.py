@@ -110,6 +110,9 @@ class ControlPlane:
 
     ``aggregated_discovery=False`` (up to 1.29 only) leaves the server only the legacy
     discovery lists, one request per group version, as servers before 1.27 answer.
+
+    ``malformed_deletion=True`` (1.32 on) turns AllowUnsafeMalformedObjectDeletion on: the server
+    names each corrupt object of a list and deletes one on request (``corrupt()`` makes one).
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class ControlPlane:
         audit_reads: bool = False,
         apiserver_args: tuple[str, ...] | list[str] = (),
         aggregated_discovery: bool = True,
+        malformed_deletion: bool = False,
     ):
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self.controllers = tuple(controllers)
@@ -134,6 +138,7 @@ class ControlPlane:
         self.continue_from_cache = continue_from_cache
         self.apiserver_args = list(apiserver_args)
         self.aggregated_discovery = aggregated_discovery
+        self.malformed_deletion = malformed_deletion
         self._build = build
         self._keep = keep_workdir
         self.workdir: Path | None = None
@@ -295,6 +300,17 @@ class ControlPlane:
         key = base64.b64encode(b"/registry/").decode()
         return int(self.etcd("kv/range", {"key": key, "count_only": True})["header"]["revision"])
 
+    def corrupt(self, key: str, garbage: bytes = b"\x00not an object\xff") -> None:
+        """Write `garbage` over an object's bytes in etcd, as a lost encryption key or a bad disk leaves them.
+
+        `key` is the storage key under ``/registry/``: ``secrets/NS/NAME``, ``GROUP/PLURAL/NS/NAME``.
+        The key must hold an object: a typo would create a key the API server never reads.
+        """
+        full = base64.b64encode(b"/registry/" + key.encode()).decode()
+        if not self.etcd("kv/range", {"key": full, "count_only": True}).get("count"):
+            raise ControlPlaneError(f"no object at /registry/{key} in etcd")
+        self.etcd("kv/put", {"key": full, "value": base64.b64encode(garbage).decode()})
+
     def audit_mark(self) -> int:
         """The audit log's size in bytes: pass it to ``audit_events(since=...)`` later."""
         self._require_audit()
@@ -431,6 +447,7 @@ class ControlPlane:
                     self.minor,
                     continue_from_cache=self.continue_from_cache,
                     aggregated_discovery=self.aggregated_discovery,
+                    malformed_deletion=self.malformed_deletion,
                 ),
                 *self._audit_args(),
                 *self.apiserver_args,

@@ -22,6 +22,10 @@ LIST_FROM_CACHE_SNAPSHOT_SINCE = 33
 # AggregatedDiscoveryEndpoint: beta (on) up to 1.29, GA and locked on from 1.30. Off, the
 # server answers only the legacy discovery lists, as servers before 1.27 do.
 AGGREGATED_DISCOVERY_LOCKED_SINCE = 30
+# AllowUnsafeMalformedObjectDeletion (KEP-3926): alpha (off) from 1.32, still alpha in 1.36. On, a list
+# of a type holding undecodable objects fails with reason StoreReadError naming each one's key, and a
+# DELETE with ignoreStoreReadErrorWithClusterBreakingPotential removes one; older releases refuse the name.
+MALFORMED_DELETION_SINCE = 32
 
 
 def release_of(binary: Path) -> str:
@@ -44,9 +48,18 @@ def minor_of(release: str) -> int:
     return minor
 
 
-def apiserver_feature_gates(minor: int, *, continue_from_cache: bool, aggregated_discovery: bool = True) -> list[str]:
+def apiserver_feature_gates(
+    minor: int, *, continue_from_cache: bool, aggregated_discovery: bool = True, malformed_deletion: bool = False
+) -> list[str]:
     """``--feature-gates`` for kube-apiserver of `minor` (none, or one flag)."""
     gates: dict[str, bool] = {}
+    if malformed_deletion:
+        if minor < MALFORMED_DELETION_SINCE:
+            raise ControlPlaneError(
+                "malformed_deletion needs AllowUnsafeMalformedObjectDeletion,"
+                f" from Kubernetes 1.{MALFORMED_DELETION_SINCE}"
+            )
+        gates["AllowUnsafeMalformedObjectDeletion"] = True
     if minor >= LIST_FROM_CACHE_SNAPSHOT_SINCE:
         gates["ListFromCacheSnapshot"] = continue_from_cache
     elif continue_from_cache:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import ApiError, api_error_class
+from ..errors import ApiError, CorruptObjects, api_error_class
 from ..net.connections import Response
+from .corrupt import is_corrupt_answer
 
 
 def api_error(method: str, path: str, response: Response, ambiguous: bool) -> ApiError:
@@ -35,7 +36,7 @@ def api_error(method: str, path: str, response: Response, ambiguous: bool) -> Ap
             retry_after = float(header)
         except ValueError:
             retry_after = None
-    cls = api_error_class(response.status)
+    cls = CorruptObjects if is_corrupt_answer(response.status, reason, message) else api_error_class(response.status)
     return cls(
         response.status,
         reason,

@@ -12,7 +12,7 @@ import time
 from typing import Protocol
 
 from ..deadline import Deadline
-from ..errors import ApiError, DeadlineExceeded, NoAnswer, Unreachable
+from ..errors import ApiError, CorruptObjects, DeadlineExceeded, NoAnswer, Unreachable
 from ..net.connections import NotSent
 from ..net.connections import reason as failure
 
@@ -103,6 +103,7 @@ class Attempts:
         delay = _retry_delay(error, self.count)
         retry = (
             status in RETRY_STATUSES
+            and not isinstance(error, CorruptObjects)  # what storage holds does not change by asking again
             and not (self._probe and status in UNAVAILABLE)
             and self._internal_errors < MAX_ATTEMPTS_500
             and (self._bounded or self.count < MAX_ATTEMPTS)
