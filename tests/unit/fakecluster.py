@@ -605,9 +605,11 @@ class FakeScanCluster:
         forbidden: Iterable[str] = (),
         full: dict[str, list[dict[str, Any]]] | None = None,
         removed_namespaces: Iterable[str] = (),
+        failing: dict[str, Exception] | None = None,
     ) -> None:
         self.objects = objects
         self.forbidden = set(forbidden)
+        self.failing = failing or {}  # plural -> what its list raises (a 500, corrupt objects)
         self.full = full or {}
         self.listed: list[tuple[str, str, str | None]] = []
         # The namespaces of the objects exist (a namespace listed with none given), but those
@@ -621,6 +623,8 @@ class FakeScanCluster:
         self.listed.append((resource.plural, resource.version, query.namespace))
         if resource.plural in self.forbidden:
             raise Forbidden(403, "Forbidden", f"{resource.plural} is forbidden")
+        if resource.plural in self.failing:
+            raise self.failing[resource.plural]
         stored = self._namespaces() if resource.plural == "namespaces" else self.objects.get(resource.plural, [])
         items = [
             m for m in stored if not (query.namespace and resource.namespaced) or m.get("namespace") == query.namespace

@@ -85,3 +85,8 @@ def test_without_the_feature_gate_a_500_is_an_ordinary_one_retried_a_few_times()
         transport(pool).request("GET", "/api/v1/secrets")
     assert not isinstance(raised.value, CorruptObjects)
     assert len(pool.requests) == 3
+
+
+def test_what_the_server_said_of_each_object_is_kept_without_its_bookkeeping():
+    exc = CorruptObjects(500, "StorageReadError", "m", details=LIST_ANSWER["details"])
+    assert named(exc, WIDGETS).said[ObjectRef(WIDGETS, "a", "t")] == "object not decodable"

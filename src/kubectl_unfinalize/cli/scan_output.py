@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 SHOWN_NAMESPACES = 3
 SHOWN_FAILURES = 10
+UNSAFE = (
+    "removing them skips their finalizers and admission, and may break the cluster if anything depends on"
+    " them; back them up first if they matter (their bytes are in etcd)"
+)
 ALIVE = (
     "its controller is alive and still writing: freeing skips the cleanup it cannot finish (fix the cause if you can)"
 )
@@ -43,7 +47,7 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
     """Groups under their finalizer, then Terminating CRDs and namespaces; each stuck
     entry is followed by the commands that free it, or, where the report has a fix for
     them (one command for many CRDs), its finalizer's groups and the CRDs by it, once."""
-    if not (report.groups or report.crds or report.namespaces):
+    if not (report.groups or report.crds or report.namespaces or report.corrupt):
         yield "nothing is stuck: no object is being deleted and held by finalizers"
         return
     fixes = {fix.finalizer: fix.commands for fix in report.fixes}
@@ -55,6 +59,9 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
     if report.namespaces:
         yield ""
         yield from _namespace_lines(report, wide)
+    if report.corrupt:
+        yield ""
+        yield from _corrupt_lines(report)
 
 
 def _groups(report: ScanReport, fixes: dict[str, list[str]], wide: bool) -> Iterator[str]:
@@ -117,6 +124,16 @@ def _namespace_lines(report: ScanReport, wide: bool) -> Iterator[str]:
             yield f"      free: {command}"
 
 
+def _corrupt_lines(report: ScanReport) -> Iterator[str]:
+    width = max(max(len(c.resource) for c in report.corrupt) + 2, 18)
+    yield f"{'CORRUPT (unreadable)':<{width}} {'NAMESPACE':<20} {'NAME':<30} THE API SERVER SAID"
+    for item in report.corrupt:
+        yield f"{item.resource:<{width}} {item.namespace or '(cluster)':<20} {item.name:<30} {item.message}"
+        for command in item.commands:
+            yield f"      remove: {command}"
+    yield f"      warning: {UNSAFE}"
+
+
 def _fix(commands: list[str] | None) -> Iterator[str]:
     for command in commands or ():
         yield f"    free: {command}"
@@ -150,7 +167,12 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
     yield from freed_lines(report)
     for line in report.not_scanned:
         yield f"not scanned: {line}"
-    counts = {"stuck": len(report.stuck), "blocked": len(report.blocked), "pending": len(report.pending)}
+    counts = {
+        "stuck": len(report.stuck),
+        "blocked": len(report.blocked),
+        "corrupt": len(report.corrupt),
+        "pending": len(report.pending),
+    }
     verdict = ", ".join(f"{n} {word}" for word, n in counts.items() if n) or "nothing held"
     pending = counts["pending"]
     wait = f" after waiting {format_seconds(report.waited)}" if waited else ""
@@ -159,6 +181,8 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
         f"{len(report.groups)} groups, {len(report.crds)} Terminating CRDs, "
         f"{len(report.namespaces)} Terminating namespaces; {verdict}"
     )
+    if counts["corrupt"]:
+        yield "corrupt: the API server cannot read these objects from storage; no controller can finish them (exit 1)"
     if counts["blocked"]:
         yield "blocked: a controller keeps writing, but says it cannot finish until its cause is fixed (exit 1)"
     if pending:

@@ -37,29 +37,40 @@ def is_corrupt_answer(status: int, reason: str, message: str) -> bool:
 
 @dataclass(frozen=True)
 class Named:
-    """The objects one answer names, and whether the server stopped naming (it names at most 100)."""
+    """The objects one answer names, each with what the server said of it, and whether the
+    server stopped naming (it names at most 100)."""
 
-    refs: tuple[ObjectRef, ...]
+    said: dict[ObjectRef, str]
     more: bool
+
+    @property
+    def refs(self) -> tuple[ObjectRef, ...]:
+        return tuple(self.said)
 
 
 def named(exc: ApiError, resource: Resource) -> Named:
     """The objects of `resource` `exc` says cannot be read."""
-    keys: list[str] = []
+    said: dict[ObjectRef, str] = {}
     more = False
     for cause in exc.details.get("causes") or []:
         if not isinstance(cause, dict):
             continue
-        if cause.get("field"):
-            keys.append(str(cause["field"]))
+        message = str(cause.get("message") or "")
+        key = str(cause.get("field") or "")
+        if not key and (found := _KEY.search(message)):
+            key = found.group(1)
+        if key and (ref := _ref(key, resource)) is not None:
+            said.setdefault(ref, _said(message or str(exc)))
         elif cause.get("reason") == "TooMany":
             more = True
-        elif found := _KEY.search(str(cause.get("message") or "")):
-            keys.append(found.group(1))
-    if not keys and (found := _KEY.search(str(exc))):
-        keys.append(found.group(1))
-    refs = dict.fromkeys(ref for key in keys if (ref := _ref(key, resource)) is not None)
-    return Named(tuple(refs), more)
+    if not said and (found := _KEY.search(str(exc))) and (ref := _ref(found.group(1), resource)) is not None:
+        said[ref] = _said(str(exc))
+    return Named(said, more)
+
+
+def _said(message: str) -> str:
+    """The decoder's own words, without the storage error's bookkeeping around them."""
+    return message.split("AdditionalErrorMsg: ", 1)[-1].strip()
 
 
 def _ref(key: str, resource: Resource) -> ObjectRef | None:

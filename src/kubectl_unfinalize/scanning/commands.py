@@ -50,20 +50,30 @@ def group_commands(
         return [f"{PREFIX} ns {' '.join(name for _, name in names)} {only}"]
     if resource == CRD_RESOURCE.qualified and finalizer == finalizers.CRD_CLEANUP:
         return []  # never: the CRD is freed through its objects (see TerminatingCrd)
+    return _per_namespace(resource, names, only)
+
+
+def _per_namespace(resource: str, names: list[tuple[str | None, str]], flags: str) -> list[str]:
+    """`TYPE NAME... -n NS FLAGS`, one command per namespace."""
     by_namespace: dict[str | None, list[str]] = {}
     for ns, name in names:
         by_namespace.setdefault(ns, []).append(name)
-    commands = []
-    for ns in sorted(by_namespace, key=lambda n: n or ""):
-        scope = f" -n {ns}" if ns else ""
-        commands.append(f"{PREFIX} {resource} {' '.join(by_namespace[ns])}{scope} {only}")
-    return commands
+    return [
+        f"{PREFIX} {resource} {' '.join(by_namespace[ns])}{f' -n {ns}' if ns else ''} {flags}"
+        for ns in sorted(by_namespace, key=lambda n: n or "")
+    ]
 
 
 def orphan_commands(namespaces: list[str]) -> list[str]:
     """Objects left in namespaces that are gone: each namespace's delete frees them (the
     namespace is created again, what is inside freed, then it is deleted again and gone)."""
     return [f"{PREFIX} ns {ns} --delete" for ns in namespaces]
+
+
+def corrupt_commands(resource: str, names: list[tuple[str | None, str]]) -> list[str]:
+    """Objects the server cannot read: one command per namespace deletes them with the
+    server's unsafe delete (the tool warns before it sends one)."""
+    return _per_namespace(resource, names, "--unsafe-delete-corrupt")
 
 
 def _crd_command(crds: str, terminating: bool, finalizer: str, namespace: str | None) -> str:

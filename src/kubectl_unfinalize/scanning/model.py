@@ -199,6 +199,28 @@ class TerminatingNamespace:
 
 
 @dataclass
+class CorruptObject:
+    """An object the API server names as unreadable from storage (KEP-3926): no controller
+    can read, change or finish it, so it is held for good and the gate fails on it; only a
+    delete that skips its finalizers and admission removes it."""
+
+    resource: str  # plural.group (plural for the core group)
+    namespace: str | None
+    name: str
+    message: str  # what the server said of it
+    commands: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "namespace": self.namespace,
+            "name": self.name,
+            "message": self.message,
+            "commands": list(self.commands),
+        }
+
+
+@dataclass
 class Fix:
     """The commands that free one finalizer's stuck groups, the ones of CRD-served types as
     one command whatever their number (or that free every stuck Terminating CRD, under

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ExitStatus, IncompleteError
 from ..model import Action, Report
-from .model import Fix, Group, TerminatingCrd, TerminatingNamespace
+from .model import CorruptObject, Fix, Group, TerminatingCrd, TerminatingNamespace
 
 SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
 
@@ -52,13 +52,16 @@ class ScanReport:
     evidence either way yet: right after a teardown, that is what a dead operator's
     objects look like, never "clean"); `not_scanned` says what
     could not be read (a 403 on a type, an unavailable group version), so an empty
-    `stuck` is never mistaken for "checked everything" when it was not."""
+    `stuck` is never mistaken for "checked everything" when it was not. It fails on
+    `corrupt` too: objects the API server cannot read, which nothing but an unsafe
+    delete removes."""
 
     groups: list[Group] = field(default_factory=list)
     crds: list[TerminatingCrd] = field(default_factory=list)
     namespaces: list[TerminatingNamespace] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)  # per finalizer: its stuck groups' commands, CRDs merged
     not_scanned: list[str] = field(default_factory=list)  # one line per type or group version
+    corrupt: list[CorruptObject] = field(default_factory=list)
     types: int = 0  # resource types listed
     objects: int = 0  # objects seen in them
     seconds: float = 0.0
@@ -98,14 +101,16 @@ class ScanReport:
 
     @property
     def ok(self) -> bool:
-        """Nothing held (the command line's exit 0)."""
-        return not self.held
+        """Nothing held, nothing corrupt (the command line's exit 0)."""
+        return not self.held and not self.corrupt
 
     @property
     def exit_status(self) -> ExitStatus:
-        """The gate's one rule: 1 while something is stuck or blocked, 3 while what is
-        held is only pending (it may still go on its own: scan --wait waits), else 0."""
+        """The gate's one rule: 1 while something is stuck, blocked or corrupt, 3 while what
+        is held is only pending (it may still go on its own: scan --wait waits), else 0."""
         held = self.held
+        if self.corrupt:
+            return ExitStatus.FAILED
         if not held:
             return ExitStatus.OK
         return ExitStatus.PENDING if all(item.pending for item in held) else ExitStatus.FAILED
@@ -114,8 +119,9 @@ class ScanReport:
         """For a test session's final check: fail with what is stuck or still pending and
         how to free it (scan(wait=True) first waits for the pending to be judged). Named
         as Report's: a teardown ends `unfinalize(...)` and `scan(...)` the same way."""
-        if held := self.held:
-            raise IncompleteError("; ".join(_stuck_line(item) for item in held))
+        lines = [_stuck_line(item) for item in self.held] + [_corrupt_line(item) for item in self.corrupt]
+        if lines:
+            raise IncompleteError("; ".join(lines))
         return self
 
     def raise_if_stuck(self) -> ScanReport:
@@ -137,6 +143,7 @@ class ScanReport:
             "seconds": round(self.seconds, 3),
             "scanned": {"types": self.types, "objects": self.objects},
             "notScanned": list(self.not_scanned),
+            "corrupt": [c.to_dict() for c in self.corrupt],
             "groups": [g.to_dict() for g in self.groups],
             "crds": [c.to_dict() for c in self.crds],
             "namespaces": [n.to_dict() for n in self.namespaces],
@@ -153,3 +160,9 @@ def _stuck_line(item: Group | TerminatingCrd | TerminatingNamespace) -> str:
         what = f"namespace {item.name}"
     fix = f" (free: {' && '.join(item.commands)})" if item.commands else ""
     return f"{what}: {item.verdict}{fix}"
+
+
+def _corrupt_line(item: CorruptObject) -> str:
+    where = f"{item.namespace}/" if item.namespace else ""
+    remove = f"; remove: {item.commands[0]}" if item.commands else ""
+    return f"{item.resource} {where}{item.name}: the API server cannot read it ({item.message}{remove})"

@@ -4,8 +4,9 @@ cluster holds. Reads only, and returns a ScanReport; never prints.
 
 Each type is listed metadata-only and paginated, a bounded number at once; a page is
 reduced to tally.py's per-group totals before the next is read, so memory follows the
-number of groups, not of objects. What cannot be read (a group version discovery marks
-unavailable, a 403 on a type) is one line in the report and the rest is still scanned.
+number of groups, not of objects (listing.py). What cannot be read (a group version
+discovery marks unavailable, a 403 on a type) is one line in the report and the rest is
+still scanned; objects the server cannot read from storage are each named.
 """
 
 from __future__ import annotations
@@ -13,41 +14,29 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import finalizers
 from ..durations import ago
-from ..errors import Forbidden, Unauthorized, UnfinalizeError
+from ..errors import UnfinalizeError
 from ..kube.discovery import Discovery, ServedType
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
 from . import blocked, evidence, orphans
 from .commands import crd_commands, fixes, group_commands, orphan_commands
+from .listing import TypeTally, list_type
 from .model import Blocking, Group, Manager, State, TerminatingCrd
 from .namespaces import terminating_namespaces
 from .options import ScanOptions
 from .port import ScanCluster
 from .report import ScanReport
-from .tally import Tally, rfc3339, timestamp
+from .tally import Tally, rfc3339
 
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 KOPF_PEERINGS = ("clusterkopfpeerings", "kopfpeerings")
 KOPF_GROUPS = ("kopf.dev", "zalando.org")
-
-
-@dataclass
-class TypeTally:
-    """What the list of one type left: its groups' tallies and how many objects it had."""
-
-    resource: Resource
-    # (finalizer, terminating, orphaned: in a namespace that is gone)
-    tallies: dict[orphans.Key, Tally] = field(default_factory=dict)
-    total: int = 0
-    terminating: dict[str, float] = field(default_factory=dict)  # CRDs only: name -> deletion
-    names: set[str] = field(default_factory=set)  # CRDs only: every CRD name
-    failure: str = ""
 
 
 def discover(cluster: ScanCluster) -> tuple[list[ServedType], list[str]]:
@@ -55,55 +44,6 @@ def discover(cluster: ScanCluster) -> tuple[list[ServedType], list[str]]:
     version that serves it, and the group versions discovery marks unavailable."""
     served = Discovery.from_groups(cluster.api_discovery())
     return served.preferred("list"), list(served.unavailable)
-
-
-def list_type(
-    cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float, spaces: set[str] | None = None
-) -> TypeTally:
-    """`spaces`: the namespaces that exist (None: unknown); an object in another is orphaned."""
-    listed = TypeTally(resource)
-    query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
-    is_crd = resource.qualified == CRD_RESOURCE.qualified
-    try:
-        for page in cluster.list_metadata(resource, query):
-            listed.total += len(page)
-            for meta in page:
-                _tally(listed, meta, options, now, is_crd, spaces)
-    except Forbidden:
-        scope = f"in namespace {options.namespace}" if options.namespace and resource.namespaced else "cluster-wide"
-        listed.failure = f"{resource.qualified}: forbidden: cannot list {resource.qualified} {scope} (RBAC)"
-    except Unauthorized:
-        raise  # rejected for good (kube.transport): no other type can be read either
-    except UnfinalizeError as exc:
-        listed.failure = f"{resource.qualified}: cannot list: {exc}"
-    return listed
-
-
-def _tally(
-    listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool, spaces: set[str] | None
-) -> None:
-    deletion = timestamp(meta.get("deletionTimestamp"))
-    if is_crd:
-        listed.names.add(str(meta.get("name") or ""))
-        if deletion is not None:
-            listed.terminating[str(meta.get("name") or "")] = deletion
-    held = meta.get("finalizers")
-    if not held:
-        return
-    if deletion is None and not options.include_live:
-        return
-    if deletion is not None and now - deletion < options.older_than:
-        return
-    namespace = meta.get("namespace")
-    orphaned = spaces is not None and bool(namespace) and namespace not in spaces
-    for finalizer in held:
-        if is_crd and finalizer == finalizers.CRD_CLEANUP:
-            continue  # a Terminating CRD is reported as one, freed through its objects
-        key = (str(finalizer), deletion is not None, orphaned)
-        tally = listed.tallies.get(key)
-        if tally is None:
-            tally = listed.tallies[key] = Tally()
-        tally.add(meta, deletion)
 
 
 def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] = time.time) -> ScanReport:
@@ -129,6 +69,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     report.types = len(lists)
     report.objects = sum(listed.total for listed in lists)
     report.not_scanned += [listed.failure for listed in lists if listed.failure]
+    report.corrupt = [found for listed in lists for found in listed.corrupt]
     report.not_scanned += [f"evidence: {failure}" for failure in (apiservice_failure, lease_failure) if failure]
     crd_list = next(
         (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), TypeTally(CRD_RESOURCE)

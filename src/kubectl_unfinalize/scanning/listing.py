@@ -1,0 +1,109 @@
+"""One type's list in `scan`: page by page, each page reduced to per-group tallies before
+the next is read, so memory follows the number of groups, not of objects. What stops the
+list is a line in the report (a 403, a 500) and, when the server names the objects it
+cannot read from storage, each of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import finalizers
+from ..errors import CorruptObjects, Forbidden, Unauthorized, UnfinalizeError
+from ..kube import corrupt
+from ..kube.paging import ListQuery
+from ..model import CRD_RESOURCE, Resource
+from . import orphans
+from .commands import corrupt_commands
+from .model import CorruptObject
+from .options import ScanOptions
+from .port import ScanCluster
+from .tally import Tally, timestamp
+
+
+@dataclass
+class TypeTally:
+    """What the list of one type left: its groups' tallies and how many objects it had."""
+
+    resource: Resource
+    # (finalizer, terminating, orphaned: in a namespace that is gone)
+    tallies: dict[orphans.Key, Tally] = field(default_factory=dict)
+    total: int = 0
+    terminating: dict[str, float] = field(default_factory=dict)  # CRDs only: name -> deletion
+    names: set[str] = field(default_factory=set)  # CRDs only: every CRD name
+    failure: str = ""
+    corrupt: list[CorruptObject] = field(default_factory=list)  # what the server cannot read (the list failed)
+
+
+def list_type(
+    cluster: ScanCluster, resource: Resource, options: ScanOptions, now: float, spaces: set[str] | None = None
+) -> TypeTally:
+    """`spaces`: the namespaces that exist (None: unknown); an object in another is orphaned."""
+    listed = TypeTally(resource)
+    query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
+    is_crd = resource.qualified == CRD_RESOURCE.qualified
+    try:
+        for page in cluster.list_metadata(resource, query):
+            listed.total += len(page)
+            for meta in page:
+                _tally(listed, meta, options, now, is_crd, spaces)
+    except Forbidden:
+        scope = f"in namespace {options.namespace}" if options.namespace and resource.namespaced else "cluster-wide"
+        listed.failure = f"{resource.qualified}: forbidden: cannot list {resource.qualified} {scope} (RBAC)"
+    except Unauthorized:
+        raise  # rejected for good (kube.transport): no other type can be read either
+    except CorruptObjects as exc:
+        _corrupt(listed, exc)
+    except UnfinalizeError as exc:
+        hint = f"; {corrupt.without_gate_hint()}" if getattr(exc, "status", 0) == 500 else ""
+        listed.failure = f"{resource.qualified}: cannot list: {exc}{hint}"
+    return listed
+
+
+def _corrupt(listed: TypeTally, exc: CorruptObjects) -> None:
+    """The list failed whole on objects the server cannot read: each is named, and the
+    type's other objects were not read at all."""
+    resource = listed.resource
+    found = corrupt.named(exc, resource)
+    listed.corrupt = [
+        CorruptObject(
+            resource.qualified,
+            ref.namespace,
+            ref.name,
+            said,
+            corrupt_commands(resource.qualified, [(ref.namespace, ref.name)]),
+        )
+        for ref, said in found.said.items()
+    ]
+    more = "; the server names at most 100, and there are more" if found.more else ""
+    listed.failure = (
+        f"{resource.qualified}: its list fails on {len(found.said)} object(s) the API server cannot read from"
+        f" storage (under corrupt){more}; its other objects were not read: {exc}"
+    )
+
+
+def _tally(
+    listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool, spaces: set[str] | None
+) -> None:
+    deletion = timestamp(meta.get("deletionTimestamp"))
+    if is_crd:
+        listed.names.add(str(meta.get("name") or ""))
+        if deletion is not None:
+            listed.terminating[str(meta.get("name") or "")] = deletion
+    held = meta.get("finalizers")
+    if not held:
+        return
+    if deletion is None and not options.include_live:
+        return
+    if deletion is not None and now - deletion < options.older_than:
+        return
+    namespace = meta.get("namespace")
+    orphaned = spaces is not None and bool(namespace) and namespace not in spaces
+    for finalizer in held:
+        if is_crd and finalizer == finalizers.CRD_CLEANUP:
+            continue  # a Terminating CRD is reported as one, freed through its objects
+        key = (str(finalizer), deletion is not None, orphaned)
+        tally = listed.tallies.get(key)
+        if tally is None:
+            tally = listed.tallies[key] = Tally()
+        tally.add(meta, deletion)
