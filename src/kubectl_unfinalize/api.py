@@ -56,6 +56,7 @@ def unfinalize(
     concurrency: int = 64,
     chunk_size: int = 500,
     remove_dead_webhooks: bool = False,
+    unsafe_delete_corrupt: bool = False,
     backup: bool = False,
     max_objects: int | None = None,
     record: str | None = None,
@@ -100,6 +101,8 @@ def unfinalize(
     remove_dead_webhooks=True deletes the admission webhook configurations whose backend
     is gone and that refused a write of this run (each one is an outcome); without it such
     a configuration is named, and the writes it refuses are not sent again.
+    unsafe_delete_corrupt=True deletes the selected objects the API server names as
+    unreadable from storage, skipping their finalizers and admission (not undoable).
     """
     selection = Selection(
         crds=tuple(crds),
@@ -130,6 +133,7 @@ def unfinalize(
         concurrency=concurrency,
         chunk_size=chunk_size,
         remove_dead_webhooks=remove_dead_webhooks,
+        unsafe_delete_corrupt=unsafe_delete_corrupt,
         backup=backup,
         max_objects=max_objects,
     )

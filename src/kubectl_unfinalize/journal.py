@@ -15,7 +15,9 @@ class Write:
     """One write as the API server answered it. `version`/`new_version`: the object's
     resourceVersion before and after ("" when unknown); `finalizers`: what it held before."""
 
-    op: str  # unfinalize, delete, reconfigure, recreate (a namespace that was gone); undo's refinalize, create
+    # unfinalize, delete, reconfigure, recreate (a namespace that was gone), unsafe-delete (an
+    # object the server could not read, deleted from storage); undo's refinalize, create
+    op: str
     ref: ObjectRef
     uid: str = ""
     version: str = ""
@@ -40,6 +42,7 @@ DONE = {
     "delete": "deleted",
     "reconfigure": "reconfigured",
     "recreate": "re-created",
+    "unsafe-delete": "deleted unreadable",
     "refinalize": "refinalized",
     "create": "created",
 }

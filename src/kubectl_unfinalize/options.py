@@ -130,6 +130,9 @@ class Options:
     remove_dead_webhooks: bool = False  # opt-in: delete admission webhook configurations whose backend is dead
     backup: bool = False  # keep the bodies of what --delete deletes in the record, so undo can create them again
     max_objects: int | None = None  # change at most this many objects: refused before the first write, else stop
+    # opt-in, never implied: delete the objects the server names as unreadable from storage
+    # with its unsafe delete, which skips their finalizers and admission (KEP-3926)
+    unsafe_delete_corrupt: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.engine import Engine
-from kubectl_unfinalize.errors import ApiError, Conflict, Forbidden, Gone, NotFound
+from kubectl_unfinalize.errors import ApiError, Conflict, CorruptObjects, Forbidden, Gone, Invalid, NotFound
 from kubectl_unfinalize.journal import Write
 from kubectl_unfinalize.kube.paging import Listed, ListQuery
 from kubectl_unfinalize.kube.port import Deleted, PlumbedCluster, RemoveAll, Sink
@@ -107,6 +107,11 @@ class FakeCluster:
         # with a 404 that names the namespace.
         self.removed_namespaces: set[str] = set()
         self.created: list[dict[str, Any]] = []  # the body of each object created, in order
+        # Objects the API server cannot read from storage (AllowUnsafeMalformedObjectDeletion
+        # on): a list of their type fails naming each, a read or write of one fails, and only
+        # unsafe_delete removes one (refused with a 403 while `unsafe_denied`).
+        self.corrupt: set[ObjectRef] = set()
+        self.unsafe_denied = False
 
     def write(self, name: str, finalizers: list[str], resource: Resource = WIDGETS) -> None:
         """Another writer (a controller) sets the finalizers of `name`: a write the watch sees."""
@@ -227,8 +232,25 @@ class FakeCluster:
             self._settle()
         return ref
 
+    def _unreadable(self, refs: Iterable[ObjectRef]) -> None:
+        """Fail as kube-apiserver does when `refs` holds objects it cannot read."""
+        bad = [r for r in refs if r in self.corrupt]
+        if bad:
+            keys = [
+                f"/registry/{r.resource.group or 'core'}/{r.resource.plural}/{r.namespace or ''}/{r.name}" for r in bad
+            ]
+            causes = [
+                {"reason": "UnexpectedServerResponse", "message": "object not decodable", "field": k} for k in keys
+            ]
+            raise CorruptObjects(500, "StorageReadError", "failed to read", details={"causes": causes})
+
     def list_meta(self, resource: Resource, query: ListQuery) -> Iterator[list[ObjectMeta]]:
         self._call("list", ObjectRef(resource, resource.plural, query.namespace or None))
+        self._unreadable(
+            r
+            for r in list(self.objects)
+            if r.resource == resource and (not query.namespace or r.namespace == query.namespace)
+        )
         if self.list_bytes is not None and resource not in self.listings:
             count = len([r for r in self.objects if r.resource == resource])
             self.listings[resource] = Listed(str(len(self.writes)), self.list_bytes, count)
@@ -311,6 +333,7 @@ class FakeCluster:
 
     def get_meta(self, ref: ObjectRef) -> ObjectMeta | None:
         self._call("get", ref)
+        self._unreadable([ref])
         stored = self.objects.get(ref)
         return None if stored is None else stored.meta(ref)
 
@@ -334,6 +357,7 @@ class FakeCluster:
     def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
         assert dry_run is not DryRun.CLIENT, "a client dry run must not send a DELETE"
         self._call("delete", ref)
+        self._unreadable([ref])
         stored = self.objects.get(ref)
         if stored is None:
             return None
@@ -344,6 +368,21 @@ class FakeCluster:
             stored.rv += 1
             self._settle()
             return Deleted(stored.uid, stored.meta(ref) if ref in self.objects else None)
+
+    def unsafe_delete(self, ref: ObjectRef) -> bool:
+        self._call("unsafe_delete", ref)
+        if self.unsafe_denied:
+            raise Forbidden(
+                403, "Forbidden", f'cannot unsafe-delete-ignore-read-errors resource "{ref.resource.plural}"'
+            )
+        with self.lock:
+            if ref not in self.objects:
+                return False
+            if ref not in self.corrupt:
+                raise Invalid(422, "Invalid", "is exclusively used to delete corrupt object(s)")
+            self.corrupt.discard(ref)
+            del self.objects[ref]
+            return True
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         assert dry_run is not DryRun.CLIENT, "a client dry run must not send a PATCH"

@@ -190,3 +190,13 @@ def test_undo_leaves_a_namespace_the_run_created_again_gone_and_says_why(tmp_pat
     done, detail = items["object:namespace/orphans"]
     assert not done and "gone before this run" in detail and "not backed up" not in detail
     assert journal.writes == [] and cluster.writes == []
+
+
+def test_undo_says_an_object_deleted_unreadable_cannot_come_back(tmp_path: Path) -> None:
+    cluster = MemoryCluster()
+    items, journal = undo(
+        cluster, tmp_path, write_line(Write("unsafe-delete", widget("bad"), message="unreadable from storage: x"))
+    )
+    done, detail = items["object:widget.example.com/bad"]
+    assert not done and "could not read it from storage" in detail and "--unsafe-delete-corrupt" in detail
+    assert journal.writes == [] and cluster.writes == []

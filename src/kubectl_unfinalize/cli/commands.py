@@ -234,6 +234,7 @@ def _options(args: argparse.Namespace) -> Options:
         concurrency=args.concurrency,
         chunk_size=args.chunk_size,
         remove_dead_webhooks=args.remove_dead_webhooks,
+        unsafe_delete_corrupt=args.unsafe_delete_corrupt,
         backup=args.backup,
         max_objects=args.max_objects,
     )

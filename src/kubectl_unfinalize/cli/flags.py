@@ -137,6 +137,15 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         "configurations whose rules matched a selected object's write are removed, each one is reported. "
         "Never implied by --delete. Without it, the run names the configuration and stops writing what it refuses",
     )
+    act.add_argument(
+        "--unsafe-delete-corrupt",
+        action="store_true",
+        help="delete the selected objects the API server names as unreadable from storage (a lost encryption "
+        "key, bytes that do not decode) with its unsafe delete (ignoreStoreReadErrorWithClusterBreakingPotential), "
+        "which skips their finalizers and admission and may break the cluster if anything depends on them; "
+        "needs kube-apiserver's feature gate AllowUnsafeMalformedObjectDeletion and the RBAC verb "
+        "unsafe-delete-ignore-read-errors. Recorded, and not undoable. Never implied, and never used by scan --free",
+    )
     add_bool_flag(
         act,
         "--wait",

@@ -21,6 +21,7 @@ NOT_FOR_SCAN = {
     "field_selector": "--field-selector",
     "only_terminating": "--only-terminating",
     "remove_dead_webhooks": "--remove-dead-webhooks",
+    "unsafe_delete_corrupt": "--unsafe-delete-corrupt",
     "interactive": "-i",
 }
 

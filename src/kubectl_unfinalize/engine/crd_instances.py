@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..errors import RUN_ENDED, Forbidden, Invalid, UnfinalizeError
+from ..errors import RUN_ENDED, CorruptObjects, Forbidden, Invalid, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import CRD, Action, ObjectMeta, crd_ref
 from ..options import DryRun
@@ -23,9 +23,11 @@ from . import conversion, diagnose
 from .context import RunContext
 from .freeing import Freer
 from .sightings import Sightings
+from .unreadable import Unreadable
 from .workers import Job, ReadAhead
 
 Place = Callable[[], AbstractContextManager[object]]
+UNREADABLE_LISTS = 3  # lists of a CRD's instances after its unreadable ones were deleted, at most
 
 
 @dataclass(eq=False)
@@ -92,10 +94,11 @@ class CrdInstances:
     """One CRD's instances, each pass: listed page by page, one job each to free (and,
     with --delete, to delete first); then the CRD itself. Construct once per run."""
 
-    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings) -> None:
+    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings, unreadable: Unreadable) -> None:
         self.run = run
         self.freer = freer
         self.sightings = sightings
+        self.unreadable = unreadable
 
     def jobs(self, state: CrdState, place: Place = contextlib.nullcontext) -> Generator[Job, None, None]:
         """Runs on a listing thread (crds), page by page: one job per instance to free.
@@ -111,6 +114,11 @@ class CrdInstances:
             if failure is None:
                 return
             state.listed = False
+            if isinstance(failure, CorruptObjects):
+                if self._unreadable(state, failure, lists):
+                    state.listed = True
+                    continue
+                return
             if not conversion.is_failure(failure):
                 message = diagnose.list_failure(failure, state.crd.resource)
                 self.run.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
@@ -150,6 +158,23 @@ class CrdInstances:
         finally:
             pages.close()
         return None
+
+    def _unreadable(self, state: CrdState, failure: CorruptObjects, lists: int) -> bool:
+        """The list failed on instances the server cannot read: True when they were deleted
+        (--unsafe-delete-corrupt) and the list may go on; otherwise the CRD's one lasting
+        failure (nothing else of it is listed, and it is not deleted)."""
+        if self.unreadable.meet(failure, state.crd.resource) and lists <= UNREADABLE_LISTS:
+            return True
+        state.refused = True
+        deleted = "deleted" if state.uid else "not deleted"
+        message = (
+            f"cannot list {state.crd.resource.qualified}: the API server cannot read some of its objects from"
+            f" storage (each named), so its other objects were not listed or freed and the CRD was {deleted}"
+        )
+        if not self.run.options.unsafe_delete_corrupt:
+            message += "; run again with --unsafe-delete-corrupt to delete them without their finalizers"
+        self.run.book.add(crd_ref(state.crd.name), Action.FAILED, message=message, aspect="list")
+        return False
 
     def _conversion_failed(self, state: CrdState, failure: UnfinalizeError, lists: int) -> float | None:
         """The list failed on the CRD's conversion webhook: the seconds to wait before listing

@@ -30,7 +30,12 @@ def crd_held(admission: Admission, freer: Freer, book: OutcomeBook, state: CrdSt
 
 
 def namespace_held(admission: Admission, book: OutcomeBook, state: NamespaceState) -> bool:
-    """Everything left inside was refused by a dead admission webhook in the last pass."""
+    """Everything left inside was refused by a dead admission webhook in the last pass, or
+    objects inside the server cannot read stay (each named already)."""
+    if state.unreadable:
+        message = "not gone: objects inside cannot be read from storage (see above), and the namespace waits on them"
+        book.add(namespace_ref(state.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
+        return True
     refused = admission.refused_in[state.name]
     if not state.contents or refused < state.contents:
         return False

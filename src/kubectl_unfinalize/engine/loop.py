@@ -1,19 +1,18 @@
-"""The loop: the order of the sweeps, bounded concurrent jobs, waiting by uid until what
-was deleted is gone, and what to say when the deadline passes. Returns a Report and
-never prints.
+"""The loop: the order of the sweeps, bounded concurrent jobs, waiting by uid until what was
+deleted is gone, what to say when the deadline passes. Returns a Report; never prints.
 
 Each sweep owns one kind of target (crd_instances, namespace_sweep, object_sweep); freeing
 does the writes. With --delete, namespaces are deleted first, CRD instances and manifest
 objects are deleted as they are freed, and a CRD once its instances are gone or going;
 the loop then re-lists until everything deleted is gone (comparing uids) or the deadline
 passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one job
-(crds): their lists run at once, each CRD is deleted as soon as its own instances
-are done, and the wait reads them all with one list of CRDs per poll.
+(crds): their lists run at once, each CRD is deleted as soon as its own instances are
+done, and the wait reads them all with one list of CRDs per poll.
 
-Containment: whatever fails on one object or CRD becomes its outcome and the rest goes
-on; run() raises only for a permission missing before the first write. Credentials the
-API server rejects for good end the run's deadline (kube.transport): the run stops as at
-its deadline, and the Report carries the error (stopped_by) beside what was done.
+Containment: whatever fails on one object or CRD becomes its outcome and the rest goes on;
+run() raises only for a permission missing before the first write. Credentials the API
+server rejects for good end the run's deadline (kube.transport), and the Report carries
+the error (stopped_by) beside what was done.
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from .pacing import START, Pacing
 from .preflight import ask_ahead, preflight
 from .revival import Revivals
 from .sightings import Sightings
+from .unreadable import Unreadable
 from .workers import Workers
 from .writes import Writes
 
@@ -91,11 +91,11 @@ class Engine:
         run = RunContext(cluster, writes.guarded(self.admission), options, self.book, deadline)
         self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
-        self.revivals = Revivals(run, on_warning or (lambda _: None))
+        self.revivals = Revivals(run, warn := on_warning or (lambda _: None))
         self.freer = Freer(run, self.admission, self.sightings, self.revivals, self.gate)
         self._writes_through = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's deletes
-        self.namespaces = NamespaceSweep(run, self.freer, self.sightings)
-        self.objects = ObjectSweep(run, self.freer)
+        self.namespaces = NamespaceSweep(run, self.freer, self.sightings, unreadable := Unreadable(run, warn))
+        self.objects = ObjectSweep(run, self.freer, unreadable)
         start = options.concurrency if cluster.far() else START
         self.pacing = Pacing(options.concurrency, start, load=self._in_flight)  # a refusal's cut starts there
         bulk_only = self.freer.bulk_writes and not options.delete  # --delete: most writes go to the workers
@@ -106,7 +106,7 @@ class Engine:
             self.pacing.wake_at,
             bulk=partial(cluster.bulk, cap=options.concurrency, warm=self.pacing.limit if bulk_only else 0),
         )
-        self.crds = CrdPass(run, CrdInstances(run, self.freer, self.sightings), self.workers)
+        self.crds = CrdPass(run, CrdInstances(run, self.freer, self.sightings, unreadable), self.workers)
         cluster.pace(self.pacing.refused, self.workers.parked)
         self._on_progress = on_progress or (lambda _: None)
         self._on_warning = on_warning or (lambda _: None)

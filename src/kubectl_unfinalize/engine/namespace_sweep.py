@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..errors import RUN_ENDED, UnfinalizeError
+from ..errors import RUN_ENDED, CorruptObjects, UnfinalizeError
 from ..kube.paging import ListQuery
 from ..model import Action, ObjectMeta, ObjectRef, Resource, namespace_ref
 from . import diagnose, namespace_reads
@@ -20,6 +20,7 @@ from .context import RunContext
 from .freeing import Freer
 from .preflight import NamespaceAccess
 from .sightings import Sightings
+from .unreadable import Unreadable
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -37,16 +38,18 @@ class NamespaceState:
     listed_at: float = float("-inf")
     access: NamespaceAccess | None = None
     held: list[ObjectMeta] = field(default_factory=list)  # terminating, kept only by built-in controllers' finalizers
+    unreadable: bool = False  # a list inside failed on objects the server cannot read, and they stay
 
 
 class NamespaceSweep:
     """Shared by every namespace of a run: one discovery per pass, the group versions
     found unavailable, the types where live objects were freed (for the final check)."""
 
-    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings) -> None:
+    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings, unreadable: Unreadable) -> None:
         self.run = run
         self.freer = freer
         self.sightings = sightings
+        self.unreadable = unreadable
         self._pool = _Pool(run.options.concurrency)
         self.discovery: namespace_reads.NamespacedTypes | None = None
         self.unavailable: list[str] = []
@@ -123,8 +126,10 @@ class NamespaceSweep:
         contents = 0
         queued: set[str] = set()
         held: list[ObjectMeta] = []
+        state.unreadable = False
         for future in as_completed(futures):
-            count, wanted, kept = future.result()
+            count, wanted, kept, unreadable = future.result()
+            state.unreadable |= unreadable
             contents += count
             held += kept[: HELD_SHOWN - len(held)]
             for meta in wanted:
@@ -153,10 +158,20 @@ class NamespaceSweep:
             self.unavailable += [gv for gv in self.discovery.unavailable if gv not in self.unavailable]
         return self.discovery
 
-    def _list_in(self, namespace: str, resource: Resource) -> tuple[int, list[ObjectMeta], list[ObjectMeta]]:
+    def _list_in(self, namespace: str, resource: Resource) -> tuple[int, list[ObjectMeta], list[ObjectMeta], bool]:
         """On a worker: how many objects of `resource` are in the namespace, those with
-        finalizers this run removes, and the terminating ones only a built-in controller's
-        finalizers keep (named if they are still there at the end)."""
+        finalizers this run removes, the terminating ones only a built-in controller's
+        finalizers keep (named if they are still there at the end), and whether objects the
+        server cannot read stay (each named; its list is sent again once they were deleted)."""
+        for _ in range(2):
+            try:
+                return (*self._listed_in(namespace, resource), False)
+            except CorruptObjects as exc:
+                if not self.unreadable.meet(exc, resource):
+                    break
+        return 0, [], [], True
+
+    def _listed_in(self, namespace: str, resource: Resource) -> tuple[int, list[ObjectMeta], list[ObjectMeta]]:
         options = self.run.options
         query = ListQuery(namespace, options.label_selector, options.field_selector, options.chunk_size)
         count = 0
@@ -173,6 +188,8 @@ class NamespaceSweep:
                         held.append(meta)
         except RUN_ENDED:
             pass
+        except CorruptObjects:
+            raise
         except UnfinalizeError as exc:
             message = diagnose.list_failure(exc, resource)
             self.run.book.add(

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from ..errors import CorruptObjects
 from ..model import APISERVICE_RESOURCE, Action, ObjectRef
 from ..options import DryRun
 from .admission import CONFIGURATIONS
 from .context import RunContext
 from .freeing import Freer
+from .unreadable import Unreadable
 
 
 @dataclass
@@ -38,9 +40,10 @@ def blockers(objects: list[ObjectState]) -> list[ObjectState]:
 class ObjectSweep:
     """The manifest objects of a run: construct once."""
 
-    def __init__(self, run: RunContext, freer: Freer) -> None:
+    def __init__(self, run: RunContext, freer: Freer, unreadable: Unreadable) -> None:
         self.run = run
         self.freer = freer
+        self.unreadable = unreadable
 
     def job(self, obj: ObjectState) -> Callable[[], object]:
         return partial(self.freer.contain, obj.ref, "free", partial(self.free, obj))
@@ -52,7 +55,15 @@ class ObjectSweep:
 
     def free(self, obj: ObjectState) -> bool:
         """A single object from a manifest, or named by TYPE NAME. With --only-terminating
-        one not being deleted is left alone, as a CRD's instance is: neither deleted nor freed."""
+        one not being deleted is left alone, as a CRD's instance is: neither deleted nor freed.
+        One the server cannot read is deleted unreadable (--unsafe-delete-corrupt) or named."""
+        try:
+            return self._free(obj)
+        except CorruptObjects as exc:
+            obj.deleted = self.unreadable.meet(exc, obj.ref.resource)
+            return obj.deleted
+
+    def _free(self, obj: ObjectState) -> bool:
         options = self.run.options
         if options.delete and not obj.deleted and not options.only_terminating:
             return self._delete(obj)

@@ -80,6 +80,15 @@ class Writes:
         if answer is not None:
             self._journal.wrote(Write("delete", ref, answer.uid, new_version=answer.version))
 
+    def unsafe_delete(self, ref: ObjectRef, said: str) -> bool:
+        """An object the server cannot read, deleted from storage: counted, recorded as what
+        undo cannot bring back (there is no body to keep). False when it was gone already."""
+        self._cap.take(ref)
+        deleted = self._cluster.unsafe_delete(ref)
+        if deleted:
+            self._journal.wrote(Write("unsafe-delete", ref, message=f"unreadable from storage: {said}"))
+        return deleted
+
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
         """A CRD's spec.conversion switched off: its manifest first, as it was."""
         self._cap.take(ref)

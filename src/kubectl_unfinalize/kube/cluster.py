@@ -19,6 +19,7 @@ from ..net.bulk import Bulk, BulkPatch
 from ..net.connections import FAR
 from ..options import DryRun
 from . import changes, discovery, reviews
+from .corrupt import UNSAFE_DELETE_OPTION
 from .paging import Listed, ListQuery, ListRecord, pages
 from .port import BulkSender, Deleted, RemoveAll, Sink
 from .reviews import Reviews
@@ -195,6 +196,15 @@ class HttpCluster:
         meta = ObjectMeta.from_dict(ref.resource, answer)
         still_there = meta.terminating and bool(meta.finalizers)
         return Deleted(meta.uid, meta if still_there else None, meta.resource_version, answer if whole else None)
+
+    def unsafe_delete(self, ref: ObjectRef) -> bool:
+        # The option alone: the server refuses it beside a propagation policy or a dry run.
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", UNSAFE_DELETE_OPTION: True}
+        try:
+            self._request("DELETE", ref.resource.path(ref.namespace, ref.name), body=body)
+        except NotFound as exc:
+            return exc.ambiguous  # a 404 to a second try: the first one deleted it
+        return True
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
         """keep=None removes every finalizer with a merge patch, which is idempotent. Keeping

@@ -106,6 +106,13 @@ class Cluster(Protocol):
         """The resourceVersion the patch left the object at ("" when the server did not say)."""
         ...
 
+    def unsafe_delete(self, ref: ObjectRef) -> bool:
+        """The server's delete of an object it cannot read from storage (KEP-3926): no
+        finalizers, no admission. False when it was gone already. Only for an object the
+        server named as unreadable: a server without the feature gate ignores the option
+        and deletes a readable object as any delete would."""
+        ...
+
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None: ...
 
     def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:

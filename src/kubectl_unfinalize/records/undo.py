@@ -28,6 +28,10 @@ NOT_BROUGHT_BACK = (
     "left gone: it was gone before this run, which created it again only to free what was left in it"
     ", then deleted it again"
 )
+NOT_READABLE = (
+    "left gone: the API server could not read it from storage, so nothing of it could be kept;"
+    " it was deleted unreadable (--unsafe-delete-corrupt)"
+)
 SERVED_WAIT = 30.0  # how long a re-created CRD may take to be Established before its objects are created
 
 
@@ -88,6 +92,8 @@ class Undo:
             for w in _unique(gone)
             if (w.ref, w.uid) not in done
         ]
+        unreadable = [w for w in record.writes if w.op == "unsafe-delete"]
+        items += [_item(w.ref, False, "object", NOT_READABLE) for w in _unique(unreadable)]
         return items
 
     def _each(self, job: Callable[[Any], UndoItem], work: list[Any]) -> list[UndoItem]:
