@@ -127,8 +127,9 @@ def gated(cli):
 def _mended(request):
     """Each test starts on a cluster without unreadable objects."""
     yield
-    if "gated" in request.fixturenames:
-        request.getfixturevalue("gated").mend()
+    for name in ("gated", "ungated"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name).mend()
 
 
 def test_scan_names_each_object_the_server_cannot_read_and_fails(gated):
@@ -259,3 +260,36 @@ def test_the_command_scan_prints_removes_the_object(gated):
     assert result.returncode == 0, result.stdout + result.stderr
     assert gated.status(f"/api/v1/namespaces/{ns}/secrets/printed") == 404
     assert gated.run("scan", "-n", ns)[0].returncode == 0
+
+
+@pytest.fixture(scope="module")
+def ungated(cli):
+    """The gate off (the default up to 1.36; 1.29-1.31 have no such gate): the server names nothing."""
+    with _plane(False) as plane:
+        yield Broken(plane, cli)
+
+
+@pytest.mark.core
+def test_without_the_gate_scan_names_the_type_and_the_gate_and_fails(ungated):
+    ns = ungated.namespace()
+    ungated.secret(ns, "creds", corrupt=True)
+    result, seconds = ungated.run("scan")
+    assert result.returncode == 1, result.stdout + result.stderr
+    line = next(line for line in result.stderr.splitlines() if line.startswith("not scanned: secrets:"))
+    assert "AllowUnsafeMalformedObjectDeletion=true" in line and "Traceback" not in result.stderr
+    assert "1 not read" in result.stderr and seconds < BOUND
+    document = json.loads(ungated.run("scan", "-o", "json")[0].stdout)
+    assert document["ok"] is False and [f.split(":")[0] for f in document["failing"]] == ["secrets"]
+
+
+@pytest.mark.core
+def test_without_the_gate_the_flag_deletes_nothing_and_says_which_gate(ungated):
+    ns = ungated.namespace()
+    ungated.secret(ns, "keys", corrupt=True)
+    mark = ungated.plane.audit_mark()
+    result, _ = ungated.run("secrets", "keys", "-n", ns, "--unsafe-delete-corrupt")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "AllowUnsafeMalformedObjectDeletion=true" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    deletes = [e for e in ungated.plane.audit_events(since=mark) if e["verb"] == "delete"]
+    assert deletes == [], deletes  # a server without the gate would take the option as a plain delete

@@ -604,7 +604,7 @@ def entry(
     return {"resource": plural, "scope": scope, "responseKind": {"kind": kind}, "verbs": list(verbs)}
 
 
-DISCOVERY = [
+DISCOVERY: list[dict[str, Any]] = [
     {
         "metadata": {"name": ""},
         "versions": [
@@ -632,6 +632,8 @@ DISCOVERY = [
     },
     {"metadata": {"name": "metrics.acme.io"}, "versions": [{"version": "v1beta1", "freshness": "Stale"}]},
 ]
+# Every group version available: nothing discovery cannot read fails the gate.
+HEALTHY_DISCOVERY = [g for g in DISCOVERY if g["metadata"]["name"] != "metrics.acme.io"]
 
 
 class FakeScanCluster:
@@ -645,7 +647,9 @@ class FakeScanCluster:
         full: dict[str, list[dict[str, Any]]] | None = None,
         removed_namespaces: Iterable[str] = (),
         failing: dict[str, Exception] | None = None,
+        discovery: list[dict[str, Any]] | None = None,
     ) -> None:
+        self.discovery = HEALTHY_DISCOVERY if discovery is None else discovery
         self.objects = objects
         self.forbidden = set(forbidden)
         self.failing = failing or {}  # plural -> what its list raises (a 500, corrupt objects)
@@ -656,7 +660,7 @@ class FakeScanCluster:
         self.removed_namespaces = set(removed_namespaces)
 
     def api_discovery(self) -> list[dict[str, Any]]:
-        return DISCOVERY
+        return self.discovery
 
     def list_metadata(self, resource: Resource, query: ListQuery) -> Iterator[list[dict[str, Any]]]:
         self.listed.append((resource.plural, resource.version, query.namespace))

@@ -77,11 +77,13 @@ class FakeApi:
         self.leftover, self.teardown = list(leftover), list(teardown)
         self.scans: list[dict] = []
         self.calls: list[dict] = []
+        self.unread: list[str] = []  # after the tests: types the scan could not read
 
     def _look(self):
         if not self.ran.exists():
             return ScanReport(groups=list(self.leftover), types=9)
-        return ScanReport(groups=[] if self.freed_file.exists() else list(self.teardown), types=9)
+        groups = [] if self.freed_file.exists() else list(self.teardown)
+        return ScanReport(groups=groups, types=9, not_scanned=list(self.unread), failing=list(self.unread))
 
     def scan(self, **kwargs):
         self.scans.append(dict(kwargs, kubeconfig=os.environ.get("KUBECONFIG"), after_tests=self.ran.exists()))
@@ -245,6 +247,20 @@ def test_strict_fails_the_session_on_a_blocked_group_and_frees_nothing(pytester,
     result = pytester.runpytest("--unfinalize=strict")
     assert cluster.calls == [] and result.ret == 1
     result.stdout.fnmatch_lines(["FAILED (--unfinalize=strict):*still held*"])
+
+
+def test_strict_fails_a_session_whose_cluster_could_not_be_read_whole(pytester, installed, cluster, monkeypatch):
+    """A type whose list failed may hold anything the session left: strict never passes it."""
+    monkeypatch.setenv("HANG", "0.5")
+    cluster.unread = ["secrets: cannot list: 500 Internal Server Error: illegal base64 data at input byte 0"]
+    result = pytester.runpytest("--unfinalize=strict")
+    assert cluster.calls == [] and result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "  not read: secrets: cannot list: 500*",
+            "FAILED (--unfinalize=strict): 1 could not be read",
+        ]
+    )
 
 
 def test_start_frees_what_an_earlier_run_left_and_strict_does_not_blame_the_session(pytester, installed, cluster):

@@ -52,7 +52,7 @@ def test_each_object_the_server_cannot_read_is_named_with_what_it_said_and_fails
         "CORRUPT (unreadable)" in text and "remove: kubectl unfinalize secrets a -n t --unsafe-delete-corrupt" in text
     )
     summary = list(stderr_lines(report))
-    assert summary[-2].endswith("2 corrupt") and summary[-1].startswith("corrupt: the API server cannot read")
+    assert "2 corrupt, 1 not read" in summary[-3] and summary[-2].startswith("corrupt: the API server cannot read")
 
 
 def test_without_the_feature_gate_the_type_is_named_with_the_gate_that_names_its_objects():
@@ -60,4 +60,23 @@ def test_without_the_feature_gate_the_type_is_named_with_the_gate_that_names_its
     report = scan(FakeScanCluster({}, failing={"secrets": failing}), ScanOptions(), clock=lambda: NOW)
     (line,) = [n for n in report.not_scanned if n.startswith("secrets:")]
     assert "illegal base64 data" in line and "AllowUnsafeMalformedObjectDeletion=true" in line
-    assert not report.corrupt
+    assert not report.corrupt and report.failing == [line]
+    assert report.exit_status is ExitStatus.FAILED and not report.ok  # it may hold anything
+    with pytest.raises(IncompleteError, match="not read: secrets: cannot list"):
+        report.raise_for_failure()
+    jsonschema.validate(report.to_dict(), SCHEMA)
+    assert list(stderr_lines(report))[-1].startswith("not read: a type whose list failed")
+
+
+def test_a_type_the_user_may_not_list_is_named_and_does_not_fail_the_gate():
+    report = scan(FakeScanCluster({}, forbidden={"secrets"}), ScanOptions(), clock=lambda: NOW)
+    assert report.not_scanned == ["secrets: forbidden: cannot list secrets cluster-wide (RBAC)"]
+    assert report.failing == [] and report.ok and report.exit_status is ExitStatus.OK
+
+
+def test_a_group_version_unavailable_in_discovery_fails_the_gate():
+    from fakecluster import DISCOVERY
+
+    report = scan(FakeScanCluster({}, discovery=DISCOVERY), ScanOptions(), clock=lambda: NOW)
+    assert report.failing == ["metrics.acme.io/v1beta1: unavailable in discovery; its objects were not scanned"]
+    assert report.exit_status is ExitStatus.FAILED

@@ -71,7 +71,7 @@ def cluster():
             {"metadata": {"name": "relics.x.io"}, "spec": {"conversion": {"strategy": "None"}}},
         ],
     }
-    return FakeScanCluster(objects, forbidden={"secrets"}, full=full)
+    return FakeScanCluster(objects, forbidden={"secrets"}, full=full, discovery=DISCOVERY)
 
 
 def by_key(report):

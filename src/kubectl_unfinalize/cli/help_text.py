@@ -74,6 +74,6 @@ final check: without --delete, when objects that were not being deleted were fre
 the tool waits 1s and reads them again to name any controller that put them back.
 
 exit codes: 0 done or nothing to do; 1 something failed or timed out (scan: something
-is stuck); 2 usage or input error; 3 scan only: something is pending; 130 interrupted
+is stuck, or could not be read); 2 usage or input error; 3 scan only: something is pending; 130 interrupted
 (Ctrl-C); 143 terminated (SIGTERM)."""
 EPILOG = EPILOG.replace("\n\nexit codes:", "\n\n" + SCAN_EPILOG + "\n\nexit codes:", 1)

@@ -38,7 +38,10 @@ scanned; at most {SCAN_LISTS} lists are in flight (--concurrency can lower it). 
 prints one document (docs/scan.schema.json).
 
 scan as a CI gate for "the teardown left nothing behind": exit 0 when nothing is held
-(nothing stuck, blocked or pending); 1 when something is stuck or blocked; 3 when
+(nothing stuck, blocked or pending) and everything could be read; 1 when something is
+stuck or blocked, when objects the API server cannot read from storage are found
+(corrupt), or when a type's list failed or an API is unavailable (a type the user may not
+list, a 403, is named and does not fail the gate); 3 when
 nothing is stuck or blocked but something deleted less than {ago(GRACE)} ago is held with no
 controller seen yet (pending: a dead operator's objects look like that right after a
 teardown). --wait scans again while something is pending, until it is judged or gone,

@@ -171,6 +171,7 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
         "stuck": len(report.stuck),
         "blocked": len(report.blocked),
         "corrupt": len(report.corrupt),
+        "not read": len(report.failing),
         "pending": len(report.pending),
     }
     verdict = ", ".join(f"{n} {word}" for word, n in counts.items() if n) or "nothing held"
@@ -183,6 +184,11 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
     )
     if counts["corrupt"]:
         yield "corrupt: the API server cannot read these objects from storage; no controller can finish them (exit 1)"
+    if counts["not read"]:
+        yield (
+            "not read: a type whose list failed, or an API that is unavailable, may hold anything; the scan cannot"
+            " say nothing is held (exit 1)"
+        )
     if counts["blocked"]:
         yield "blocked: a controller keeps writing, but says it cannot finish until its cause is fixed (exit 1)"
     if pending:

@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable
 
 from .. import finalizers
-from ..errors import ApiError, DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
+from ..errors import ApiError, CorruptObjects, DeadlineExceeded, Forbidden, Invalid, UnfinalizeError
+from ..kube import corrupt
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..model import CRD, CRD_RESOURCE, STILL_BLOCKING, Action, ObjectMeta, ObjectRef, Resource, crd_ref
@@ -46,8 +47,16 @@ def explain(
         by = "an admission webhook" if "webhook" in str(exc) else "admission"
         return f"rejected by {by}: {exc}"
     if isinstance(exc, ApiError):
-        return f"{exc.status} {exc.reason}: {exc}"
+        return f"{exc.status} {exc.reason}: {exc}{_storage_hint(exc)}"
     return str(exc)
+
+
+def _storage_hint(exc: ApiError) -> str:
+    """A 500 the server does not explain may be an object it cannot read from storage, which
+    it names as such only with a feature gate on (kube.corrupt)."""
+    if exc.status != 500 or isinstance(exc, CorruptObjects) or "webhook" in str(exc):
+        return ""
+    return f"; {corrupt.without_gate_hint()}"
 
 
 def _failing_fields(exc: Invalid) -> list[tuple[str, str]]:
@@ -97,6 +106,8 @@ def list_failure(exc: UnfinalizeError, resource: Resource) -> str:
             "; the CRD's conversion webhook is failing, so its objects can be neither listed nor"
             " patched: bring the webhook back, or set spec.conversion.strategy to None, and run again"
         )
+    if isinstance(exc, ApiError) and not hint:
+        hint = _storage_hint(exc)
     return f"cannot list {resource.qualified}: {exc}{hint}"
 
 

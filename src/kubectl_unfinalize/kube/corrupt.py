@@ -83,6 +83,7 @@ def _ref(key: str, resource: Resource) -> ObjectRef | None:
 def without_gate_hint() -> str:
     """What to say of a type whose list fails with a 500 the server does not explain."""
     return (
-        f"if some of its objects cannot be read from storage (a lost encryption key, bytes that do not decode),"
-        f" kube-apiserver's feature gate {FEATURE_GATE}=true lets the server name them and delete them"
+        f"if this is an object the API server cannot read from storage (a lost encryption key, bytes that do not"
+        f" decode), kube-apiserver's feature gate {FEATURE_GATE}=true lets it name each one, and"
+        f" --unsafe-delete-corrupt delete them"
     )

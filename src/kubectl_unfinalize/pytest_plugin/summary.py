@@ -34,6 +34,12 @@ def judge(settings: Settings, ledger: Ledger, final: ScanReport | None) -> Verdi
         stuck += [
             f"namespace {n.name}: {n.verdict}" for n in final.namespaces if n.held and narrowing.covers_namespace(n)
         ]
+        stuck += [
+            f"unreadable: {c.resource} {c.namespace + '/' if c.namespace else ''}{c.name} ({c.message})"
+            for c in final.corrupt
+            if not c.namespace or narrowing.namespace(c.namespace)
+        ]
+        stuck += [f"not read: {line}" for line in final.failing]  # it may hold anything of the session's
     freed = ledger.objects_freed("teardown", "end")
     failed = settings.mode == "strict" and bool(freed or stuck or ledger.failures or final is None)
     return Verdict(held, stuck, failed)
@@ -97,12 +103,18 @@ def lines(settings: Settings, ledger: Ledger, final: ScanReport | None, verdict:
             yield from _held(verdict.held, settings)
         else:
             yield f"nothing held by finalizers after the session (scanned {final.types} types{waited})"
-        yield from (f"  {line}" for line in verdict.stuck if line.startswith(("CRD ", "namespace ")))
+        yield from (
+            f"  {line}"
+            for line in verdict.stuck
+            if line.startswith(("CRD ", "namespace ", "unreadable: ", "not read: "))
+        )
     if verdict.failed:
         freed = ledger.objects_freed("teardown", "end")
         whose = sorted({f.finalizer for f in ledger.freed.values() if f.phase != "start"})
         reasons = [f"{freed} objects had to be freed from {', '.join(whose)}"] * bool(freed)
-        reasons += [f"{len(verdict.stuck)} still held"] * bool(verdict.stuck)
+        unread = [line for line in verdict.stuck if line.startswith(("unreadable: ", "not read: "))]
+        held = len(verdict.stuck) - len(unread)
+        reasons += [f"{held} still held"] * bool(held) + [f"{len(unread)} could not be read"] * bool(unread)
         if final is None:
             reasons.append("the cluster could not be checked after the session")
         if ledger.failures:

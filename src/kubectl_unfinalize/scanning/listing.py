@@ -32,6 +32,7 @@ class TypeTally:
     terminating: dict[str, float] = field(default_factory=dict)  # CRDs only: name -> deletion
     names: set[str] = field(default_factory=set)  # CRDs only: every CRD name
     failure: str = ""
+    failing: bool = False  # its list failed for a reason other than RBAC: the gate fails on it
     corrupt: list[CorruptObject] = field(default_factory=list)  # what the server cannot read (the list failed)
 
 
@@ -54,7 +55,9 @@ def list_type(
         raise  # rejected for good (kube.transport): no other type can be read either
     except CorruptObjects as exc:
         _corrupt(listed, exc)
+        listed.failing = True
     except UnfinalizeError as exc:
+        listed.failing = True
         hint = f"; {corrupt.without_gate_hint()}" if getattr(exc, "status", 0) == 500 else ""
         listed.failure = f"{resource.qualified}: cannot list: {exc}{hint}"
     return listed

@@ -53,8 +53,10 @@ class ScanReport:
     objects look like, never "clean"); `not_scanned` says what
     could not be read (a 403 on a type, an unavailable group version), so an empty
     `stuck` is never mistaken for "checked everything" when it was not. It fails on
-    `corrupt` too: objects the API server cannot read, which nothing but an unsafe
-    delete removes."""
+    `corrupt` too (objects the API server cannot read, which nothing but an unsafe delete
+    removes) and on `failing`: a type whose list failed, or a group version discovery marks
+    unavailable, may hold anything. A type the user may not list (403) only is named: the
+    gate passes what it was allowed to read, and says what it was not."""
 
     groups: list[Group] = field(default_factory=list)
     crds: list[TerminatingCrd] = field(default_factory=list)
@@ -62,6 +64,7 @@ class ScanReport:
     fixes: list[Fix] = field(default_factory=list)  # per finalizer: its stuck groups' commands, CRDs merged
     not_scanned: list[str] = field(default_factory=list)  # one line per type or group version
     corrupt: list[CorruptObject] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)  # the not_scanned lines that fail the gate
     types: int = 0  # resource types listed
     objects: int = 0  # objects seen in them
     seconds: float = 0.0
@@ -100,16 +103,22 @@ class ScanReport:
         return [*self.stuck, *self.blocked, *self.pending]
 
     @property
+    def unread(self) -> bool:
+        """Something could not be read that may hold anything: corrupt objects, a failing type."""
+        return bool(self.corrupt or self.failing)
+
+    @property
     def ok(self) -> bool:
-        """Nothing held, nothing corrupt (the command line's exit 0)."""
-        return not self.held and not self.corrupt
+        """Nothing held, everything read (the command line's exit 0)."""
+        return not self.held and not self.unread
 
     @property
     def exit_status(self) -> ExitStatus:
-        """The gate's one rule: 1 while something is stuck, blocked or corrupt, 3 while what
-        is held is only pending (it may still go on its own: scan --wait waits), else 0."""
+        """The gate's one rule: 1 while something is stuck, blocked, corrupt or could not be
+        read, 3 while what is held is only pending (it may still go on its own: scan --wait
+        waits), else 0."""
         held = self.held
-        if self.corrupt:
+        if self.unread:
             return ExitStatus.FAILED
         if not held:
             return ExitStatus.OK
@@ -120,6 +129,7 @@ class ScanReport:
         how to free it (scan(wait=True) first waits for the pending to be judged). Named
         as Report's: a teardown ends `unfinalize(...)` and `scan(...)` the same way."""
         lines = [_stuck_line(item) for item in self.held] + [_corrupt_line(item) for item in self.corrupt]
+        lines += [f"not read: {line}" for line in self.failing if not line.startswith(tuple(_types(self.corrupt)))]
         if lines:
             raise IncompleteError("; ".join(lines))
         return self
@@ -143,6 +153,7 @@ class ScanReport:
             "seconds": round(self.seconds, 3),
             "scanned": {"types": self.types, "objects": self.objects},
             "notScanned": list(self.not_scanned),
+            "failing": list(self.failing),
             "corrupt": [c.to_dict() for c in self.corrupt],
             "groups": [g.to_dict() for g in self.groups],
             "crds": [c.to_dict() for c in self.crds],
@@ -166,3 +177,8 @@ def _corrupt_line(item: CorruptObject) -> str:
     where = f"{item.namespace}/" if item.namespace else ""
     remove = f"; remove: {item.commands[0]}" if item.commands else ""
     return f"{item.resource} {where}{item.name}: the API server cannot read it ({item.message}{remove})"
+
+
+def _types(corrupt: list[CorruptObject]) -> set[str]:
+    """The failing lines of these types' lists are said by their corrupt objects' lines."""
+    return {f"{item.resource}: " for item in corrupt}

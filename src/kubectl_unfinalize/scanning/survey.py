@@ -53,6 +53,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     types, unavailable = discover(cluster)
     resources = [t.resource for t in types]
     report.not_scanned += [f"{gv}: unavailable in discovery; its objects were not scanned" for gv in unavailable]
+    report.failing = list(report.not_scanned)  # a group version that cannot be read fails the gate
     discovered = resources  # kopf's peering types are read whatever -n narrows the lists to
     if options.namespace:
         resources = [r for r in resources if r.namespaced or r.qualified == CRD_RESOURCE.qualified]
@@ -70,6 +71,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     report.objects = sum(listed.total for listed in lists)
     report.not_scanned += [listed.failure for listed in lists if listed.failure]
     report.corrupt = [found for listed in lists for found in listed.corrupt]
+    report.failing += [listed.failure for listed in lists if listed.failing]
     report.not_scanned += [f"evidence: {failure}" for failure in (apiservice_failure, lease_failure) if failure]
     crd_list = next(
         (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), TypeTally(CRD_RESOURCE)
