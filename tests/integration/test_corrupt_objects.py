@@ -293,3 +293,36 @@ def test_without_the_gate_the_flag_deletes_nothing_and_says_which_gate(ungated):
     assert "Traceback" not in result.stderr
     deletes = [e for e in ungated.plane.audit_events(since=mark) if e["verb"] == "delete"]
     assert deletes == [], deletes  # a server without the gate would take the option as a plain delete
+
+
+def test_scan_free_frees_the_stuck_and_never_deletes_what_it_cannot_read(gated):
+    ns, group = gated.namespace(), _group()
+    gated.crd(group)
+    gated.widget(ns, "stuck", group)
+    gated.ok("DELETE", f"/apis/{group}/v1/namespaces/{ns}/{PLURAL}/stuck")
+    gated.secret(ns, "creds", corrupt=True)
+    mark = gated.plane.audit_mark()
+    result, _ = gated.run("scan", "-n", ns, "--free", "--wait", "--timeout", "90s")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"kubectl unfinalize secrets creds -n {ns} --unsafe-delete-corrupt" in result.stdout
+    events = gated.plane.audit_events(since=mark)
+    assert not [e for e in events if "apiserver.k8s.io/unsafe-delete-ignore-read-error" in (e.get("annotations") or {})]
+    assert gated.status(f"/apis/{group}/v1/namespaces/{ns}/{PLURAL}/stuck") == 404  # freed, and gone
+    assert gated.status(f"/api/v1/namespaces/{ns}/secrets/creds") == 500  # left as it was
+
+
+def test_manifests_name_the_unreadable_object_and_delete_it_with_the_flag(gated, tmp_path):
+    ns, group = gated.namespace(), _group()
+    crd = gated.crd(group)
+    gated.widget(ns, "bad", group, corrupt=True)
+    documents = [
+        crd_body(group),
+        {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "bad", "namespace": ns}},
+    ]
+    (tmp_path / "app.yaml").write_text("".join(f"---\n{json.dumps(d)}\n" for d in documents))
+    result, seconds = gated.run("-f", tmp_path / "app.yaml", "--delete")
+    assert result.returncode == 1 and seconds < BOUND, result.stdout + result.stderr
+    assert f"kubectl unfinalize {crd} bad -n {ns} --unsafe-delete-corrupt" in result.stdout
+    result, _ = gated.run("-f", tmp_path / "app.yaml", "--delete", "--unsafe-delete-corrupt")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _gone(gated, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
