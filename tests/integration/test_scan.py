@@ -127,15 +127,20 @@ def test_namespace_narrows_the_scan(world, cli):
     assert found[(KOPF, w.stalls.name)]["commands"][0].endswith(f" -n {w.namespaces[1]}")
 
 
-def test_older_than_and_an_empty_namespace_exit_0(world, cli, kubectl):
+def test_older_than_and_an_empty_namespace_pass_only_what_was_read(world, cli, kubectl):
+    """Nothing held in the namespace, but the world's APIService is down: its group
+    version may hold anything there, so the gate says so and fails (exit 1)."""
     w = world
+    down = f"{w.apiservice_group}/v1beta1: unavailable in discovery"
     young = cli("scan", "-n", w.namespaces[0], "--older-than", "1h")
-    assert young.returncode == 0 and young.stdout.startswith("nothing is stuck"), young.stdout + young.stderr
+    assert young.returncode == 1 and young.stdout.startswith("nothing is stuck"), young.stdout + young.stderr
+    assert f"not scanned: {down}" in young.stderr and "1 not read" in young.stderr
     result = cli("scan", "-n", w.quiet, "-o", "yaml")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     document = yaml.safe_load(result.stdout)
     jsonschema.validate(document, SCHEMA)
-    assert document["ok"] and document["groups"] == [] and document["namespace"] == w.quiet
+    assert not document["ok"] and document["groups"] == [] and document["namespace"] == w.quiet
+    assert [line for line in document["failing"] if line.startswith(down)], document["failing"]
 
 
 def test_a_fresh_lease_named_after_the_finalizer_is_evidence_of_a_live_controller(world, api_client, cli, kubectl):
