@@ -162,11 +162,17 @@ def _gone(gated: Broken, path: str, seconds: float = 30) -> bool:
     return True
 
 
-def test_crd_delete_names_the_unreadable_instance_and_the_flag_at_once_and_deletes_nothing(gated):
+def _good_and_bad(gated: Broken) -> tuple[str, str, str]:
+    """(namespace, group, CRD name) of a new CRD with a readable instance and an unreadable one."""
     ns, group = gated.namespace(), _group()
     crd = gated.crd(group)
     gated.widget(ns, "good", group)
     gated.widget(ns, "bad", group, corrupt=True)
+    return ns, group, crd
+
+
+def test_crd_delete_names_the_unreadable_instance_and_the_flag_at_once_and_deletes_nothing(gated):
+    ns, group, crd = _good_and_bad(gated)
     mark = gated.plane.audit_mark()
     result, seconds = gated.run("crd", crd, "--delete")
     assert result.returncode == 1, result.stderr
@@ -184,10 +190,7 @@ def test_crd_delete_names_the_unreadable_instance_and_the_flag_at_once_and_delet
 
 
 def test_with_the_flag_the_unreadable_instance_goes_after_a_warning_and_then_the_crd(gated):
-    ns, group = gated.namespace(), _group()
-    crd = gated.crd(group)
-    gated.widget(ns, "good", group)
-    gated.widget(ns, "bad", group, corrupt=True)
+    ns, group, crd = _good_and_bad(gated)
     mark = gated.plane.audit_mark()
     result, _ = gated.run("crd", crd, "--delete", "--unsafe-delete-corrupt")
     assert result.returncode == 0, result.stdout + result.stderr
