@@ -8,6 +8,11 @@ a claim, a cloud load balancer, dependents of an owner), and its controller remo
 that is done. A run leaves them, names them with their controller and what they wait for
 when they are still there at the end, and removes one only when `--finalizer` names it;
 the outcome then says what may have leaked.
+
+The CSI sidecars' storage finalizers (SIDECARS, and external-attacher's, which names its
+driver) guard an attached disk or a storage snapshot the same way, and are judged the same:
+a dead operator's finalizer is not one of them. They are a table of their own because
+their controllers ship with a CSI driver, not with Kubernetes.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class Builtin:
     controller: str  # who removes it
     waits_for: str  # what it waits for: the likely blocker while it stays
     leaks: str  # what removing it may leave behind
+    sidecar: bool = False  # a CSI storage sidecar's, shipped with the driver
 
 
 KCM = "kube-controller-manager"
@@ -98,13 +104,69 @@ BUILTIN: dict[str, Builtin] = {
 }
 
 
+SNAPSHOT_BOUND = "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection"
+CONTENT_BOUND = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
+ATTACHER_PREFIX = "external-attacher/"  # then the driver's name with "/" as "-"
+SNAPSHOTTER = "the snapshot controller (CSI external-snapshotter)"
+PROVISIONER = "the CSI driver's external-provisioner"
+SIDECARS: dict[str, Builtin] = {
+    SNAPSHOT_BOUND: Builtin(
+        SNAPSHOTTER,
+        "its VolumeSnapshotContent to be deleted or released",
+        "a VolumeSnapshotContent bound to a deleted snapshot, and the storage snapshot it holds",
+        sidecar=True,
+    ),
+    CONTENT_BOUND: Builtin(
+        SNAPSHOTTER,
+        "its VolumeSnapshot to go and, with deletionPolicy Delete, the storage snapshot to be deleted",
+        "the storage snapshot",
+        sidecar=True,
+    ),
+    "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection": Builtin(
+        SNAPSHOTTER,
+        "no claim to be provisioned from the snapshot",
+        "a volume being provisioned from a deleted snapshot",
+        sidecar=True,
+    ),
+    "snapshot.storage.kubernetes.io/pvc-as-source-protection": Builtin(
+        SNAPSHOTTER,
+        "the snapshot being cut from the claim to be ready",
+        "a snapshot cut from a claim deleted meanwhile",
+        sidecar=True,
+    ),
+    "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection": Builtin(
+        PROVISIONER,
+        "no volume to be provisioned from the snapshot",
+        "a volume being provisioned from a deleted snapshot",
+        sidecar=True,
+    ),
+    "provisioner.storage.kubernetes.io/cloning-protection": Builtin(
+        PROVISIONER,
+        "no claim to be cloned from this one",
+        "a clone being provisioned from a deleted claim",
+        sidecar=True,
+    ),
+}
+ATTACHER = Builtin(
+    "the CSI driver's external-attacher",
+    "the volume to be detached from its node",
+    "an attached disk",
+    sidecar=True,
+)
+
+
 def builtin(finalizer: str) -> Builtin | None:
-    return BUILTIN.get(finalizer)
+    """The entry of a finalizer Kubernetes' own controllers or the CSI sidecars own."""
+    if finalizer.startswith(ATTACHER_PREFIX) and len(finalizer) > len(ATTACHER_PREFIX):
+        return ATTACHER
+    return BUILTIN.get(finalizer) or SIDECARS.get(finalizer)
 
 
 def needs_object(finalizers: list[str]) -> bool:
     """Whether what may leak is told by the object's spec or status (not its metadata)."""
-    return any(f == LB_CLEANUP or f in VOLUME for f in finalizers)
+    return any(
+        f in (LB_CLEANUP, SNAPSHOT_BOUND, CONTENT_BOUND) or f in VOLUME or builtin(f) is ATTACHER for f in finalizers
+    )
 
 
 def leaks(removed: list[str], obj: dict[str, Any] | None = None, external_name: str = "") -> str:
@@ -112,7 +174,7 @@ def leaks(removed: list[str], obj: dict[str, Any] | None = None, external_name: 
     them guarded anything outside the cluster that the object names."""
     parts = []
     for finalizer in removed:
-        entry = BUILTIN.get(finalizer)
+        entry = builtin(finalizer)
         if entry is None:
             continue
         detail = _detail(finalizer, obj or {})
@@ -129,7 +191,7 @@ def blocker(finalizers: tuple[str, ...] | list[str]) -> str:
     return "; ".join(
         f"{f} is left for {entry.controller}, which waits for {entry.waits_for}"
         for f in finalizers
-        if (entry := BUILTIN.get(f)) is not None
+        if (entry := builtin(f)) is not None
     )
 
 
@@ -138,10 +200,22 @@ def _detail(finalizer: str, obj: dict[str, Any]) -> str:
     if finalizer == LB_CLEANUP:
         ingress = [i.get("ip") or i.get("hostname") for i in (status.get("loadBalancer") or {}).get("ingress") or []]
         return "ingress " + ", ".join(i for i in ingress if i) if any(ingress) else ""
-    if finalizer in VOLUME:
+    if finalizer in VOLUME or (builtin(finalizer) is ATTACHER and "csi" in spec):
         csi = spec.get("csi") or {}
         if csi.get("volumeHandle"):
             return f"CSI driver {csi.get('driver', '?')}, volume handle {csi['volumeHandle']}"
         policy = spec.get("persistentVolumeReclaimPolicy")
         return f"reclaim policy {policy}" if policy else ""
+    if builtin(finalizer) is ATTACHER:  # a VolumeAttachment
+        volume = (spec.get("source") or {}).get("persistentVolumeName")
+        words = [f"volume {volume}" if volume else "", f"on node {spec['nodeName']}" if spec.get("nodeName") else ""]
+        driver = f"CSI driver {spec['attacher']}" if spec.get("attacher") else ""
+        return ", ".join(w for w in (" ".join(w for w in words if w), driver) if w)
+    if finalizer == CONTENT_BOUND:
+        handle = status.get("snapshotHandle") or (spec.get("source") or {}).get("snapshotHandle")
+        driver = f"CSI driver {spec['driver']}" if spec.get("driver") else ""
+        return ", ".join(w for w in (driver, f"snapshot handle {handle}" if handle else "") if w)
+    if finalizer == SNAPSHOT_BOUND:
+        content = status.get("boundVolumeSnapshotContentName")
+        return f"VolumeSnapshotContent {content}" if content else ""
     return ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import ConfigError, InputError
-from .finalizers import BUILTIN, CRD_CLEANUP
+from .finalizers import CRD_CLEANUP, builtin
 
 DEFAULT_TIMEOUT = 300.0
 """Every run is bounded: a teardown step that may hang is the problem this tool removes."""
@@ -153,10 +153,10 @@ class Options:
     def removable(self, finalizers: list[str]) -> list[str]:
         """The finalizers this run removes from an object that has `finalizers`: those
         named with --finalizer, else every one but those Kubernetes' own controllers own
-        (finalizers.BUILTIN). A CRD's own cleanup finalizer never."""
+        or the CSI storage sidecars (finalizers.builtin). A CRD's own cleanup finalizer never."""
         if self.finalizers:
             return [f for f in finalizers if f in self.finalizers and f != CRD_CLEANUP]
-        return [f for f in finalizers if f not in BUILTIN]
+        return [f for f in finalizers if builtin(f) is None]
 
 
 def check_bounds(concurrency: int, chunk_size: int, timeout: float | None) -> None:

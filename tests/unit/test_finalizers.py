@@ -95,3 +95,40 @@ def test_the_engine_keeps_a_built_in_finalizer_with_a_conditional_write_not_the_
     assert sorted(n for verb, n in cluster.calls if verb == "patch") == ["mixed", "plain"]
     freed = {o.name: o.finalizers for o in report.outcomes if o.action is Action.UNFINALIZED}
     assert freed == {"mixed": [OPERATOR], "plain": [OPERATOR]}
+
+
+ATTACHER = "external-attacher/ebs-csi-aws-com"
+
+
+def test_storage_sidecars_finalizers_are_left_unless_named_and_matched_by_driver():
+    held = [OPERATOR, ATTACHER, finalizers.SNAPSHOT_BOUND, finalizers.CONTENT_BOUND]
+    assert Options().removable(held) == [OPERATOR]
+    assert Options(finalizers=(ATTACHER,)).removable(held) == [ATTACHER]
+    assert finalizers.builtin("external-attacher/any.driver-name") is finalizers.ATTACHER
+    assert finalizers.builtin("external-attacher/") is None  # no driver: not the sidecar's
+    assert finalizers.builtin("example.com/external-attacher/x") is None
+    text = finalizers.blocker([ATTACHER, OPERATOR])
+    assert f"{ATTACHER} is left for the CSI driver's external-attacher" in text and "detached" in text
+    assert all(finalizers.builtin(f).sidecar for f in [*finalizers.SIDECARS, ATTACHER])
+    assert not any(entry.sidecar for entry in finalizers.BUILTIN.values())
+
+
+def test_what_a_sidecars_finalizer_may_leak_comes_from_the_object():
+    attachment = {
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "node-1", "source": {"persistentVolumeName": "pv-1"}}
+    }
+    assert finalizers.needs_object([ATTACHER])
+    assert finalizers.leaks([ATTACHER], attachment) == (
+        "an attached disk (volume pv-1 on node node-1, CSI driver ebs.csi.aws.com)"
+    )
+    volume = {"spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0abc"}}}
+    assert (
+        finalizers.leaks([ATTACHER], volume) == "an attached disk (CSI driver ebs.csi.aws.com, volume handle vol-0abc)"
+    )
+    content = {"spec": {"driver": "hostpath.csi.k8s.io"}, "status": {"snapshotHandle": "snap-7"}}
+    assert finalizers.leaks([finalizers.CONTENT_BOUND], content) == (
+        "the storage snapshot (CSI driver hostpath.csi.k8s.io, snapshot handle snap-7)"
+    )
+    snapshot = {"status": {"boundVolumeSnapshotContentName": "snapcontent-1"}}
+    assert "(VolumeSnapshotContent snapcontent-1)" in finalizers.leaks([finalizers.SNAPSHOT_BOUND], snapshot)
+    assert finalizers.leaks([ATTACHER], {}) == "an attached disk"

@@ -104,6 +104,17 @@ def test_builtin_finalizers_wait_and_are_stuck_only_after_their_patience():
     assert evidence.judge("kubernetes.io/pvc-protection", tally, NOW, True, [], []).stuck
 
 
+def test_a_storage_sidecars_finalizer_is_called_one_and_waits_like_a_built_in():
+    attacher = "external-attacher/hostpath-csi-k8s-io"
+    judged = evidence.judge(attacher, tally_of(meta(deleted=60, finalizers=(attacher,))), NOW, True, [], [])
+    assert judged.state is State.BUILTIN and not judged.stuck
+    assert judged.verdict == (
+        "storage sidecar: waits for the volume to be detached from its node (the CSI driver's external-attacher)"
+    )
+    tally = tally_of(meta(deleted=evidence.BUILTIN_PATIENCE + 1, finalizers=(attacher,)))
+    assert evidence.judge(attacher, tally, NOW, True, [], []).stuck
+
+
 def test_objects_not_being_deleted_are_held_never_stuck():
     judged = evidence.judge(KOPF, tally_of(meta(deleted=None)), NOW, False, [], [])
     assert judged.state is State.HELD and not judged.stuck

@@ -55,7 +55,8 @@ scan verdicts:
             the deletion that it is refused: the namespace is being terminated, a 403, a 422
   alive     a Lease or kopf peering entry matching the controller is fresh (for {ago(ALIVE_PATIENCE)})
   pending   deleted less than {ago(GRACE)} ago, no evidence either way yet
-  built-in  a Kubernetes controller's finalizer, waiting (stuck after {ago(BUILTIN_PATIENCE)})
+  built-in  a Kubernetes controller's or a CSI storage sidecar's finalizer, waiting
+            (stuck after {ago(BUILTIN_PATIENCE)})
   stuck     none of the above
 
 scan commands: crd NAME --delete for a Terminating CRD's objects; crd NAME

@@ -173,7 +173,8 @@ def judge(
         return Judgement(State.HELD, "held: not being deleted", False, evidence)
     if entry is not None:
         stuck = waited > BUILTIN_PATIENCE
-        verdict = f"built-in: waits for {entry.waits_for} ({entry.controller})"
+        kind = "storage sidecar" if entry.sidecar else "built-in"
+        verdict = f"{kind}: waits for {entry.waits_for} ({entry.controller})"
         if stuck:
             verdict += f"; for {ago(waited)}"
         return Judgement(State.BUILTIN, verdict, stuck, evidence)

@@ -137,7 +137,8 @@ class _Context:
     ) -> evidence.Judgement:
         crd = resource.qualified if resource.qualified in self.crds else ""
         words = evidence.tokens(finalizer, tally.managers, resource.group if crd else "")
-        leases = evidence.matching_leases(self.leases, words, finalizers.builtin(finalizer) is not None)
+        entry = finalizers.builtin(finalizer)  # kube-controller-manager's Lease speaks for its own only
+        leases = evidence.matching_leases(self.leases, words, entry is not None and not entry.sidecar)
         kopf = evidence.domain(finalizer) == evidence.KOPF_DOMAIN or any(m == "kopf" for m in tally.managers)
         peers = [p for p in self.peers if kopf and (not p.namespace or tally.namespaces == {p.namespace})]
         return evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace, blocking)
