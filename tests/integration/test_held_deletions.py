@@ -5,14 +5,21 @@ holds other tests' stuck objects.
 - A VolumeAttachment held by the CSI driver's external-attacher (`external-attacher/<driver>`,
   the disk is still attached): scan calls it a storage sidecar's, `scan --free` leaves it,
   only `--finalizer` naming it frees it, and the line says what may leak.
+- A controller with a fresh Lease, silent on the object it holds for longer than
+  ALIVE_PATIENCE (made short here, in this process): held, but neither `scan(free=True)`
+  nor the pytest plugin's free mode frees it; scan prints its command with a warning, and
+  the command, run by a person, frees it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import controlplane
@@ -100,4 +107,66 @@ def test_a_volume_attachment_held_by_its_attacher_is_the_sidecars_and_freed_only
     ), named.stdout
     with pytest.raises(ApiException) as gone:
         storage.read_volume_attachment("va-1")
+    assert gone.value.status == 404
+
+
+def _renewed_lease(api, ns: str, name: str) -> None:
+    from kubernetes.client import CoordinationV1Api
+
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    body = {"metadata": {"name": name}, "spec": {"holderIdentity": f"{name}-0", "leaseDurationSeconds": 15}}
+    body["spec"]["renewTime"] = now
+    leases = CoordinationV1Api(api)
+    try:
+        leases.patch_namespaced_lease(name, ns, body)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        leases.create_namespaced_lease(ns, body)
+
+
+def test_a_live_controller_silent_past_its_patience_is_left_by_every_unattended_free(
+    plane, api, tool, monkeypatch, capsys
+):
+    from kubernetes.client import CoreV1Api
+
+    import kubectl_unfinalize
+    from kubectl_unfinalize.cli.main import main
+    from kubectl_unfinalize.pytest_plugin.settings import Settings
+    from kubectl_unfinalize.pytest_plugin.teardown import Ledger, look
+    from kubectl_unfinalize.scanning import evidence
+
+    ns, finalizer, held = "alive", "widgets.unfinalize.test/cleanup", {"metadata": {"name": "held"}}
+    core = CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    held["metadata"]["finalizers"] = [finalizer]
+    core.create_namespaced_config_map(ns, held, field_manager="widget-operator")
+    core.delete_namespaced_config_map("held", ns)
+    _renewed_lease(api, ns, "widget-operator")
+    monkeypatch.setattr(evidence, "ALIVE_PATIENCE", 2.0)
+    monkeypatch.setenv("KUBECONFIG", plane.kubeconfig)
+    time.sleep(3)
+    _renewed_lease(api, ns, "widget-operator")
+
+    mark = plane.audit_mark()
+    report = kubectl_unfinalize.scan(kubeconfig=plane.kubeconfig, grace=0, free=True)
+    [group] = [g for g in report.groups if g.finalizer == finalizer]
+    assert group.state is kubectl_unfinalize.State.ALIVE and group.stuck, group
+    assert group.verdict.startswith("alive: Lease renewed") and "but silent here for" in group.verdict, group
+    assert report.exit_status == 1 and not report.freed, report.freed  # held: the gate fails; nothing freed
+    ledger = Ledger()
+    assert look(Settings(mode="free", grace=0.0), ledger, "teardown", free=True) is not None
+    assert ledger.objects_freed() == 0 and not ledger.failures, ledger
+    assert tool_writes(plane, mark, "configmaps") == []
+    assert core.read_namespaced_config_map("held", ns).metadata.finalizers == [finalizer]
+
+    assert main(["scan", "-n", ns]) == 1
+    out = capsys.readouterr().out
+    assert "warning: its controller shows a sign of life: scan --free leaves it" in out, out
+    [command] = [line.split("free: ", 1)[1] for line in out.splitlines() if line.strip().startswith("free: ")]
+    assert command == f"kubectl unfinalize configmaps held -n {ns} --finalizer {finalizer}", out
+    decided = tool(*shlex.split(command)[2:])  # a person decides: the printed command frees it
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map("held", ns)
     assert gone.value.status == 404

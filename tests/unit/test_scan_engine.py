@@ -37,7 +37,7 @@ def md(name, namespace=None, deleted=None, finalizers=(DEAD,), manager=("op", 36
 
 def cluster():
     stalls = [md(f"s{i}", f"ns{i % 3}", deleted=600, finalizers=(KOPF,), manager=("kopf", 700)) for i in range(200)]
-    stalls.append(md("live", "ns0", finalizers=(KOPF,), manager=("kopf", 5)))
+    stalls.append(md("live", "ns0", finalizers=(KOPF,), manager=("kopf", 650)))  # before the deletions
     objects = {
         "configmaps": [md("cm", "ns0", deleted=120), md("cm2", "ns1", deleted=5), md("plain", "ns0", finalizers=())],
         "stalls": stalls,

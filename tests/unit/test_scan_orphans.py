@@ -19,7 +19,7 @@ def _cluster(removed=("orphans",)) -> FakeScanCluster:
     objects = {
         "configmaps": [
             # its manager wrote after the deletion: working, were its namespace there
-            md("left", "orphans", deleted=30, finalizers=(LEFT,), manager=("op", 20)),
+            md("left", "orphans", deleted=30, finalizers=(LEFT,), manager=("left-op", 20)),
             md("held", "team", deleted=3600),
         ],
     }

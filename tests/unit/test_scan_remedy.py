@@ -112,6 +112,19 @@ def test_a_stuck_namespace_is_deleted_and_waited_on_only_when_all_it_holds_is_fr
     assert plan(ScanReport(groups=[dead], namespaces=[ns]), Narrowing(exclude_namespaces=("test-*",)), 5.0) == []
 
 
+def test_a_live_controller_silent_past_its_patience_is_never_freed_unattended():
+    """Held (the gate fails on it) and given a command, but a sign of life means a person decides."""
+    from kubectl_unfinalize import TerminatingNamespace
+
+    silent = group(state=State.ALIVE, stuck=True, oldest_seconds=3600.0)
+    assert silent.held
+    assert calls(silent) == []
+    assert plan(ScanReport(groups=[silent]), EVERYTHING, 5.0, include_blocked=True) == []
+    assert calls(silent, narrowing=Narrowing(finalizers=(KOPF,))) == []
+    ns = TerminatingNamespace("ns-a", 3600.0, [], [], [], stuck=True)
+    assert plan(ScanReport(groups=[silent], namespaces=[ns]), EVERYTHING, 5.0) == []  # nor through its namespace
+
+
 def _printed(command: str):
     """The Selection and Options the command line builds from a command scan printed."""
     import shlex

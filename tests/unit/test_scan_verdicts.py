@@ -76,11 +76,39 @@ def test_a_fresh_lease_means_alive_and_a_stale_one_is_named_as_evidence():
     assert judged.stuck and judged.verdict == "stuck: no controller seen for 2m"  # its last write, 10m ago; deleted 2m
 
 
-def test_alive_but_silent_for_too_long_is_stuck():
+def test_alive_but_silent_for_too_long_is_held_and_still_alive_never_stuck():
+    """The gate fails on it; scan --free never frees it (its state is not stuck)."""
     tally = tally_of(meta(deleted=evidence.ALIVE_PATIENCE + 60))
     lease = evidence.Lease("ops", "op", "me", NOW - 1, 15)
     judged = evidence.judge("a.example.com/f", tally, NOW, True, [lease], [])
-    assert judged.stuck and judged.verdict.startswith("stuck: alive, but nothing written for")
+    assert judged.state is State.ALIVE and judged.stuck
+    assert judged.verdict == "alive: Lease renewed 1s ago, but silent here for 16m; time alone does not prove it dead"
+
+
+def test_a_manager_writing_other_objects_of_the_type_after_the_deletion_is_alive():
+    held = meta(deleted=300, managers=[("widget-operator", 900, True, "")])
+    tally = tally_of(held)
+    writers = {"widget-operator": rfc3339(NOW - 40), "kubectl-edit": rfc3339(NOW - 1)}
+    elsewhere = evidence.written_elsewhere(writers, tally)
+    assert elsewhere == ("widget-operator", NOW - 40)
+    judged = evidence.judge("w.example.com/f", tally, NOW, True, [], [], elsewhere=elsewhere)
+    assert judged.state is State.ALIVE and not judged.stuck
+    assert (
+        judged.verdict
+        == "alive: widget-operator wrote an object of this type 40s ago; nothing written here since the deletion"
+    )
+    assert "widget-operator wrote an object of this type 40s ago" in judged.evidence
+    # Before the deletion, or by a client (kubectl): no sign of life.
+    assert evidence.written_elsewhere({"widget-operator": rfc3339(NOW - 400)}, tally) is None
+    kubectl = tally_of(meta(deleted=300, managers=[("kubectl-patch", 900, True, "")]))
+    assert evidence.written_elsewhere({"kubectl-patch": rfc3339(NOW - 1)}, kubectl) is None
+    # Silent here past the patience, writing elsewhere within it: alive, held, never stuck.
+    long_ago = tally_of(meta(deleted=evidence.ALIVE_PATIENCE + 600, managers=[("widget-operator", 7200, True, "")]))
+    judged = evidence.judge("w.example.com/f", long_ago, NOW, True, [], [], elsewhere=("widget-operator", NOW - 60))
+    assert judged.state is State.ALIVE and judged.stuck and "silent here for 25m" in judged.verdict
+    # A write elsewhere older than the patience is no sign any more.
+    old = ("widget-operator", NOW - evidence.ALIVE_PATIENCE - 1)
+    assert evidence.judge("w.example.com/f", long_ago, NOW, True, [], [], elsewhere=old).state is State.STUCK
 
 
 def test_kopf_peering_entries_are_liveness_evidence():

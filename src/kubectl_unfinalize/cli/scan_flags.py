@@ -53,7 +53,10 @@ scan verdicts:
   working   the finalizer's field manager wrote after the deletion, within {ago(WORKING)}
   blocked   working, but its conditions or Warning Events have said for over {ago(GRACE)} since
             the deletion that it is refused: the namespace is being terminated, a 403, a 422
-  alive     a Lease or kopf peering entry matching the controller is fresh (for {ago(ALIVE_PATIENCE)})
+  alive     a sign of life: a Lease or kopf peering entry matching the controller is fresh, or
+            its field manager wrote an object of the type since the deletion (for {ago(ALIVE_PATIENCE)});
+            silent on the held objects past that, it is held (the gate fails) but never freed
+            by scan --free: time alone does not prove a controller dead
   pending   deleted less than {ago(GRACE)} ago, no evidence either way yet
   built-in  a Kubernetes controller's or a CSI storage sidecar's finalizer, waiting
             (stuck after {ago(BUILTIN_PATIENCE)})

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..durations import ago, format_seconds
 from ..finalizers import CRD_CLEANUP
 from ..model import Action
-from ..scanning.model import Group
+from ..scanning.model import Group, State
 
 if TYPE_CHECKING:
     from .. import ScanReport
@@ -22,6 +22,10 @@ UNSAFE = (
 )
 ALIVE = (
     "its controller is alive and still writing: freeing skips the cleanup it cannot finish (fix the cause if you can)"
+)
+SILENT = (
+    "its controller shows a sign of life: scan --free leaves it; free it only if you know the controller"
+    " will not finish (a live controller may be backing off a failing cleanup)"
 )
 
 
@@ -82,6 +86,8 @@ def _groups(report: ScanReport, fixes: dict[str, list[str]], wide: bool) -> Iter
             yield from _wide(group)
         if group.blocked and group.commands:
             yield f"      warning: {ALIVE}"
+        if group.state is State.ALIVE and group.stuck:
+            yield f"      warning: {SILENT}"
         if not (group.stuck and group.finalizer in fixes):
             yield from (f"      free: {command}" for command in group.commands)
     yield from _fix(owed)

@@ -9,8 +9,13 @@ Thresholds (seconds, below), chosen for controllers that watch what they own:
   with no evidence either way is `pending`, not stuck.
 - WORKING: a write by the finalizer's manager after the deletion, this recent, is a
   controller at work (kopf records each retry; controller-runtime updates status).
-- ALIVE_PATIENCE: a controller whose Lease or kopf peering entry is fresh, but that
-  wrote nothing since the deletion for this long, is reported stuck anyway.
+- ALIVE_PATIENCE: a controller with a sign of life (a fresh Lease or kopf peering entry,
+  or its field manager writing another object of the type after the deletion, within this
+  long) is `alive`; silent on the held objects for longer than this, it is still `alive`
+  and counted as stuck by the gate, but never freed unattended: client-go's and
+  controller-runtime's rate limiters back a failing item off to 1000 s, so a live
+  controller retrying through an outage may write nothing for that long. Time alone
+  never proves a controller dead; a person decides (scan prints the command).
 - BUILTIN_PATIENCE: a built-in controller's finalizer still there after this long
   waits for something that will not happen by itself (a pod using a claim, a load balancer).
 - A Lease is fresh when renewed within twice its leaseDurationSeconds (at least 30 s); a
@@ -147,10 +152,13 @@ def judge(
     kopf_peers: list[Peer],
     grace: float = GRACE,
     blocking: Blocking | None = None,
+    elsewhere: tuple[str, float] | None = None,
 ) -> Judgement:
     """The verdict for one group, with the evidence it rests on, strongest first.
     `blocking`: what its controller says stops it (blocked.look, read for a group that
-    would be working): the verdict is then blocked, given here once."""
+    would be working): the verdict is then blocked, given here once. `elsewhere`: the
+    finalizer's manager that wrote last to any object of the type after the deletion, and
+    when (written_elsewhere)."""
     evidence: list[str] = []
     written = tally.last_after_deletion
     if written:
@@ -183,20 +191,50 @@ def judge(
             verdict, said = refusals.blocked_verdict(blocking)
             return Judgement(State.BLOCKED, verdict, False, [said, *evidence])
         return Judgement(State.WORKING, f"working: last write {ago(now - written[1])} ago", False, evidence)
-    fresh = [lease.renewed for lease in leases if lease.fresh(now) and lease.renewed]
-    fresh += [peer.seen for peer in kopf_peers if peer.fresh(now) and peer.seen]
-    if fresh and waited <= ALIVE_PATIENCE:
-        what = "Lease renewed" if any(lease.fresh(now) for lease in leases) else "kopf peer seen"
-        verdict = f"alive: {what} {ago(now - max(fresh))} ago; nothing written since the deletion"
-        return Judgement(State.ALIVE, verdict, False, evidence)
+    if elsewhere and not (written and written[1] >= elsewhere[1]):
+        evidence.append(f"{elsewhere[0]} wrote an object of this type {ago(now - elsewhere[1])} ago")
+    life = _sign_of_life(now, leases, kopf_peers, elsewhere)
+    signs = [t for t in (written[1] if written else None, seen[1] if seen else None) if t is not None]
+    if life and waited <= ALIVE_PATIENCE:
+        return Judgement(State.ALIVE, f"alive: {life}; nothing written here since the deletion", False, evidence)
+    if life:  # held too long, but never freed unattended: a person decides
+        here = min(now - max(signs), waited) if signs else waited
+        verdict = f"alive: {life}, but silent here for {ago(here)}; time alone does not prove it dead"
+        return Judgement(State.ALIVE, verdict, True, evidence)
     if waited < grace:
         return Judgement(State.PENDING, f"pending: deleted {ago(waited)} ago, no controller seen yet", False, evidence)
-    signs = [t for t in (written[1] if written else None, seen[1] if seen else None) if t is not None]
     signs += [lease.renewed for lease in leases if lease.renewed] + [p.seen for p in kopf_peers if p.seen]
     quiet = now - max(signs) if signs else waited
-    if fresh:
-        return Judgement(State.STUCK, f"stuck: alive, but nothing written for {ago(waited)}", True, evidence)
     return Judgement(State.STUCK, f"stuck: no controller seen for {ago(min(quiet, waited))}", True, evidence)
+
+
+def _sign_of_life(now: float, leases: list[Lease], peers: list[Peer], elsewhere: tuple[str, float] | None) -> str:
+    """The freshest sign that the finalizer's controller runs, in words; "" when none."""
+    found = [(lease.renewed, "Lease renewed") for lease in leases if lease.fresh(now) and lease.renewed]
+    found += [(peer.seen, "kopf peer seen") for peer in peers if peer.fresh(now) and peer.seen]
+    if elsewhere and now - elsewhere[1] <= ALIVE_PATIENCE:
+        found.append((elsewhere[1], f"{elsewhere[0]} wrote an object of this type"))
+    if not found:
+        return ""
+    when, what = max(found)
+    return f"{what} {ago(now - when)} ago"
+
+
+def written_elsewhere(writers: dict[str, str], tally: Tally) -> tuple[str, float] | None:
+    """The group's finalizer manager (a controller, not a client) that wrote last to any
+    object of the type after the group's first deletion, and when. `writers`: each field
+    manager's latest write to an object of the type (RFC 3339, as listing.py keeps it)."""
+    if tally.oldest is None:
+        return None
+    found = [
+        (when, name)
+        for name in tally.managers
+        if controller(name) and (when := timestamp(writers.get(name))) is not None and when > tally.oldest
+    ]
+    if not found:
+        return None
+    when, name = max(found)
+    return name, when
 
 
 def owner(finalizer: str, tally: Tally, crd_groups: Iterable[str], apiservices: dict[str, str]) -> tuple[str, str]:

@@ -20,6 +20,8 @@ from .options import ScanOptions
 from .port import ScanCluster
 from .tally import Tally, timestamp
 
+WRITERS = 200  # field managers followed per type
+
 
 @dataclass
 class TypeTally:
@@ -34,6 +36,7 @@ class TypeTally:
     failure: str = ""
     failing: bool = False  # its list failed for a reason other than RBAC: the gate fails on it
     corrupt: list[CorruptObject] = field(default_factory=list)  # what the server cannot read (the list failed)
+    writers: dict[str, str] = field(default_factory=dict)  # field manager -> its latest write of any object (RFC 3339)
 
 
 def list_type(
@@ -88,6 +91,7 @@ def _corrupt(listed: TypeTally, exc: CorruptObjects) -> None:
 def _tally(
     listed: TypeTally, meta: dict[str, Any], options: ScanOptions, now: float, is_crd: bool, spaces: set[str] | None
 ) -> None:
+    _writers(listed.writers, meta.get("managedFields"))
     deletion = timestamp(meta.get("deletionTimestamp"))
     if is_crd:
         listed.names.add(str(meta.get("name") or ""))
@@ -110,3 +114,14 @@ def _tally(
         if tally is None:
             tally = listed.tallies[key] = Tally()
         tally.add(meta, deletion)
+
+
+def _writers(latest: dict[str, str], entries: list[dict[str, Any]] | None) -> None:
+    """Each field manager's latest write on the type: a controller writing other objects
+    is alive (evidence.written_elsewhere). The server writes its times in one RFC 3339
+    form, so they compare as text; the managers are bounded like a group's."""
+    for entry in entries or ():
+        name, when = entry.get("manager"), entry.get("time")
+        if name and isinstance(when, str) and when > latest.get(name, ""):
+            if name in latest or len(latest) < WRITERS:
+                latest[name] = when

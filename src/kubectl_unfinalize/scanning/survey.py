@@ -88,6 +88,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
         apiservices=served,
         leases=[evidence.Lease.from_dict(obj) for obj in leases],
         peers=[peer for obj in peerings for peer in evidence.peers(obj)],
+        writers={listed.resource.qualified: listed.writers for listed in lists},
     )
     orphans.still_gone(cluster, [listed.tallies for listed in lists])
     candidates = [
@@ -131,6 +132,7 @@ class _Context:
     apiservices: dict[str, str]
     leases: list[evidence.Lease]
     peers: list[evidence.Peer]
+    writers: dict[str, dict[str, str]]  # per type: each field manager's latest write
 
     def judge(
         self, resource: Resource, finalizer: str, terminating: bool, tally: Tally, blocking: Blocking | None = None
@@ -141,7 +143,10 @@ class _Context:
         leases = evidence.matching_leases(self.leases, words, entry is not None and not entry.sidecar)
         kopf = evidence.domain(finalizer) == evidence.KOPF_DOMAIN or any(m == "kopf" for m in tally.managers)
         peers = [p for p in self.peers if kopf and (not p.namespace or tally.namespaces == {p.namespace})]
-        return evidence.judge(finalizer, tally, self.now, terminating, leases, peers, self.options.grace, blocking)
+        elsewhere = evidence.written_elsewhere(self.writers.get(resource.qualified, {}), tally)
+        return evidence.judge(
+            finalizer, tally, self.now, terminating, leases, peers, self.options.grace, blocking, elsewhere
+        )
 
     def orphaned(self, resource: Resource, finalizer: str, terminating: bool, tally: Tally) -> Group:
         """Objects in a namespace that is gone (orphans.py): orphaned, whatever their controller did."""
