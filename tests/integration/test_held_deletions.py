@@ -9,6 +9,9 @@ holds other tests' stuck objects.
   ALIVE_PATIENCE (made short here, in this process): held, but neither `scan(free=True)`
   nor the pytest plugin's free mode frees it; scan prints its command with a warning, and
   the command, run by a person, frees it.
+- An owner deleted with propagationPolicy=Foreground whose dependent (blockOwnerDeletion)
+  is held by a dead finalizer: scan names the dependent on the owner's group, and the
+  command it prints there ends the chain (the garbage collector then lets the owner go).
 """
 
 from __future__ import annotations
@@ -170,3 +173,55 @@ def test_a_live_controller_silent_past_its_patience_is_left_by_every_unattended_
     with pytest.raises(ApiException) as gone:
         core.read_namespaced_config_map("held", ns)
     assert gone.value.status == 404
+
+
+def _wait(what: str, done, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _gone(read) -> bool:
+    try:
+        read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
+def test_an_owner_held_by_foreground_deletion_names_its_dependent_and_the_command_ends_the_chain(plane, api, tool):
+    from kubernetes.client import CoreV1Api, V1DeleteOptions
+
+    ns, dead = "chain", "dead.unfinalize.test/cleanup"
+    core = CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
+    reference["blockOwnerDeletion"] = True
+    child = {"metadata": {"name": "child", "finalizers": [dead], "ownerReferences": [reference]}}
+    core.create_namespaced_config_map(ns, child)
+    core.delete_namespaced_config_map("owner", ns, body=V1DeleteOptions(propagation_policy="Foreground"))
+    _wait(
+        "the collector to delete the dependent",
+        lambda: core.read_namespaced_config_map("child", ns).metadata.deletion_timestamp,
+    )
+
+    scan = tool("scan", "-n", ns, "-o", "json")
+    assert scan.returncode in (1, 3), scan.stdout + scan.stderr
+    groups = {g["finalizer"]: g for g in json.loads(scan.stdout)["groups"]}
+    chain = groups["foregroundDeletion"]
+    assert chain["sample"] == [f"{ns}/owner"], chain
+    [dependent] = chain["dependents"]
+    assert (dependent["resource"], dependent["namespace"], dependent["name"]) == ("configmaps", ns, "child")
+    assert dependent["finalizers"] == [dead] and dependent["state"] in ("pending", "stuck"), dependent
+    assert f"held by 1 dependent with blockOwnerDeletion: configmaps {ns}/child ({dead}: " in chain["verdict"]
+    [command] = chain["commands"]
+    assert command == groups[dead]["commands"][0], (command, groups[dead]["commands"])
+
+    freed = tool(*shlex.split(command)[2:])
+    assert freed.returncode == 0, freed.stdout + freed.stderr
+    _wait("the owner to go", lambda: _gone(lambda: core.read_namespaced_config_map("owner", ns)))
+    assert _gone(lambda: core.read_namespaced_config_map("child", ns))

@@ -13,7 +13,7 @@ from ..errors import CorruptObjects, Forbidden, Unauthorized, UnfinalizeError
 from ..kube import corrupt
 from ..kube.paging import ListQuery
 from ..model import CRD_RESOURCE, Resource
-from . import orphans
+from . import chains, orphans
 from .commands import corrupt_commands
 from .model import CorruptObject
 from .options import ScanOptions
@@ -37,6 +37,8 @@ class TypeTally:
     failing: bool = False  # its list failed for a reason other than RBAC: the gate fails on it
     corrupt: list[CorruptObject] = field(default_factory=list)  # what the server cannot read (the list failed)
     writers: dict[str, str] = field(default_factory=dict)  # field manager -> its latest write of any object (RFC 3339)
+    foreground: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # uid -> (namespace, name)
+    links: list[chains.Link] = field(default_factory=list)  # held objects' blocking ownerReferences
 
 
 def list_type(
@@ -105,6 +107,8 @@ def _tally(
     if deletion is not None and now - deletion < options.older_than:
         return
     namespace = meta.get("namespace")
+    if deletion is not None:
+        _chain(listed, meta, held)
     orphaned = spaces is not None and bool(namespace) and namespace not in spaces
     for finalizer in held:
         if is_crd and finalizer == finalizers.CRD_CLEANUP:
@@ -125,3 +129,12 @@ def _writers(latest: dict[str, str], entries: list[dict[str, Any]] | None) -> No
         if name and isinstance(when, str) and when > latest.get(name, ""):
             if name in latest or len(latest) < WRITERS:
                 latest[name] = when
+
+
+def _chain(listed: TypeTally, meta: dict[str, Any], held: list[str]) -> None:
+    """What chains.link needs of a held object being deleted: its uid when foregroundDeletion
+    holds it, its blocking ownerReferences."""
+    if chains.FOREGROUND in held and meta.get("uid") and len(listed.foreground) < chains.KEPT:
+        listed.foreground[str(meta["uid"])] = (meta.get("namespace") or None, str(meta.get("name") or ""))
+    if meta.get("ownerReferences") and len(listed.links) < chains.KEPT:
+        listed.links += chains.links(meta, listed.resource.qualified)

@@ -62,6 +62,27 @@ class Blocking:
 
 
 @dataclass
+class Dependent:
+    """An object whose ownerReference (blockOwnerDeletion) holds a foregroundDeletion owner,
+    with the state of the group that holds it ("held" when no group of this scan does)."""
+
+    resource: str
+    namespace: str | None
+    name: str
+    finalizers: list[str]
+    state: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "namespace": self.namespace,
+            "name": self.name,
+            "finalizers": list(self.finalizers),
+            "state": self.state,
+        }
+
+
+@dataclass
 class Group:
     """One finalizer on one resource type: how much it holds, who owns it, the verdict."""
 
@@ -87,6 +108,7 @@ class Group:
     commands: list[str] = field(default_factory=list)  # for a stuck, pending or blocked group
     names: list[tuple[str | None, str]] = field(default_factory=list)  # (namespace, name), bounded like commands'
     blocking: Blocking | None = None  # for a blocked group
+    dependents: list[Dependent] = field(default_factory=list)  # for foregroundDeletion: what blocks its owners
 
     @property
     def pending(self) -> bool:
@@ -131,6 +153,7 @@ class Group:
             "stuck": self.stuck,
             "commands": list(self.commands),
             "blocked": self.blocking.to_dict() if self.blocking else None,
+            "dependents": [d.to_dict() for d in self.dependents],
         }
 
 

@@ -24,7 +24,7 @@ from ..kube.discovery import Discovery, ServedType
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
-from . import blocked, evidence, orphans
+from . import blocked, chains, evidence, orphans
 from .commands import crd_commands, fixes, group_commands, orphan_commands
 from .listing import TypeTally, list_type
 from .model import Blocking, Group, Manager, State, TerminatingCrd
@@ -107,6 +107,8 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
                 continue
             blocking = blockings.get((listed.resource.qualified, finalizer)) if terminating else None
             report.groups.append(context.group(listed.resource, finalizer, terminating, tally, blocking))
+    owners = {uid: (t.resource.qualified, *where) for t in lists for uid, where in t.foreground.items()}
+    chains.link(report.groups, owners, [found for listed in lists for found in listed.links])
     report.groups.sort(key=lambda g: (not g.stuck, g.finalizer, g.resource))
     if not options.namespace:
         report.crds = [context.crd(cluster, name, totals, report.groups) for name in sorted(crd_list.terminating)]
