@@ -92,6 +92,7 @@ class ObjectMeta:
     terminating: bool
     managers: tuple[str, ...] = ()
     external_name: str = ""  # crossplane.io/external-name: what an operator made outside the cluster
+    blocks: tuple[str, ...] = ()  # uids of the owners whose deletion it blocks (blockOwnerDeletion)
 
     @classmethod
     def from_dict(cls, resource: Resource, obj: dict[str, Any]) -> ObjectMeta:
@@ -109,7 +110,14 @@ class ObjectMeta:
             terminating=bool(meta.get("deletionTimestamp")),
             managers=tuple(m for m in managers if m),
             external_name=str((meta.get("annotations") or {}).get(EXTERNAL_NAME) or ""),
+            blocks=_blocks(meta.get("ownerReferences")),
         )
+
+
+def _blocks(references: list[dict[str, Any]] | None) -> tuple[str, ...]:
+    if not references:
+        return ()
+    return tuple(str(r.get("uid")) for r in references if r.get("blockOwnerDeletion") is True and r.get("uid"))
 
 
 @dataclass

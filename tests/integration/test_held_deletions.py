@@ -11,7 +11,8 @@ holds other tests' stuck objects.
   the command, run by a person, frees it.
 - An owner deleted with propagationPolicy=Foreground whose dependent (blockOwnerDeletion)
   is held by a dead finalizer: scan names the dependent on the owner's group, and the
-  command it prints there ends the chain (the garbage collector then lets the owner go).
+  command it prints there ends the chain (the garbage collector then lets the owner go);
+  `crd OWNERS` exits 1 naming the dependent, what holds it and the command that frees it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def api(plane):
     client = config.new_client_from_config(config_file=plane.kubeconfig)
     yield client
     client.close()
+
+
+@pytest.fixture
+def api_client(api):
+    """make_crd's client: this module's control plane."""
+    return api
 
 
 @pytest.fixture(scope="module")
@@ -224,4 +231,37 @@ def test_an_owner_held_by_foreground_deletion_names_its_dependent_and_the_comman
     freed = tool(*shlex.split(command)[2:])
     assert freed.returncode == 0, freed.stdout + freed.stderr
     _wait("the owner to go", lambda: _gone(lambda: core.read_namespaced_config_map("owner", ns)))
+    assert _gone(lambda: core.read_namespaced_config_map("child", ns))
+
+
+def test_a_run_that_selects_an_owner_held_by_its_dependent_names_it_and_exits_1(plane, api, tool, make_crd):
+    from crs import create
+    from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+    holders, ns, dead = make_crd(kind="Holder"), "chain-crd", "dead.unfinalize.test/cleanup"
+    core = CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    owner = create(api, holders, "owner", ns)
+    reference = {"apiVersion": f"{holders.group}/v1", "kind": "Holder", "name": "owner"}
+    reference |= {"uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "child", "finalizers": [dead], "ownerReferences": [reference]}}
+    )
+    custom = CustomObjectsApi(api)
+    custom.delete_namespaced_custom_object(
+        holders.group, "v1", ns, holders.plural, "owner", body={"propagationPolicy": "Foreground"}
+    )
+
+    result = tool("crd", holders.name)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    line = next(line for line in result.stdout.splitlines() if "/owner " in line)
+    assert "still blocking" in line and f"configmaps {ns}/child (finalizers {dead})" in line, line
+    command = line.rsplit("free them: ", 1)[1].rstrip(")")
+    assert command == f"kubectl unfinalize configmaps child -n {ns}", line
+
+    freed = tool(*shlex.split(command)[2:])
+    assert freed.returncode == 0, freed.stdout + freed.stderr
+    read = lambda: custom.get_namespaced_custom_object(holders.group, "v1", ns, holders.plural, "owner")  # noqa: E731
+    _wait("the collector to let the owner go", lambda: _gone(read), seconds=90)
     assert _gone(lambda: core.read_namespaced_config_map("child", ns))

@@ -51,9 +51,10 @@ class Stored:
     uid: str = field(default_factory=lambda: f"uid-{next(_uids)}")
     rv: int = 1
     terminating: bool = False
+    blocks: tuple[str, ...] = ()  # uids of the owners it blocks (ownerReferences, blockOwnerDeletion)
 
     def meta(self, ref: ObjectRef) -> ObjectMeta:
-        return ObjectMeta(ref, self.uid, str(self.rv), tuple(self.finalizers), self.terminating)
+        return ObjectMeta(ref, self.uid, str(self.rv), tuple(self.finalizers), self.terminating, blocks=self.blocks)
 
 
 Hook = Callable[[str, ObjectRef], None]

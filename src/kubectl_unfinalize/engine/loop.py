@@ -29,7 +29,7 @@ from ..journal import NO_JOURNAL, Journal
 from ..kube.port import Cluster, PlumbedCluster
 from ..model import Action, ObjectRef, Progress, Report, Targets, namespace_ref
 from ..options import DryRun, Options
-from . import diagnose, lasting, namespace_reads, object_sweep
+from . import diagnose, lasting, namespace_reads, object_sweep, owners
 from .admission import Admission
 from .background import Gate
 from .cap import Cap, over_cap
@@ -307,6 +307,7 @@ class Engine:
             check = FinalCheck(self.cluster, self.options, self.book, self.sightings, self.workers)
             crds = [state.crd.resource for state in pending.crds]
             check.run(crds, self.namespaces.live_lists, [o.ref for o in pending.objects])
+            owners.report(self.cluster, self.book, list(self.sightings.owners.values()), self.deadline)
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"
         terminating = [n for n in pending.spaces if n.terminating]
@@ -316,10 +317,8 @@ class Engine:
     def _diagnose(self, pending: _Targets, why: str) -> None:
         grace = self.cluster.bounded(Deadline(DIAGNOSIS_GRACE))
         if pending.spaces:
-            names = [n.name for n in pending.spaces]
-            down = bool(self.namespaces.unavailable) and namespace_reads.report_apiservices(
-                grace, self.book, names, why
-            )
+            held = [n.name for n in pending.spaces]
+            down = bool(self.namespaces.unavailable) and namespace_reads.report_apiservices(grace, self.book, held, why)
             for space in pending.spaces:
                 namespace_reads.blocking(grace, self.book, space.name, space.contents, down, why)
                 for meta in space.held:  # what the tool leaves to Kubernetes' own controllers

@@ -1,5 +1,6 @@
 """What one run saw and freed, kept in memory for the run's own end: the report's count
-of objects scanned, and where the final check looks for finalizers that came back."""
+of objects scanned, where the final check looks for finalizers that came back, and the
+owners held by foregroundDeletion the run's end names the dependents of (owners.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import time
 from collections import Counter
 
 from ..model import ObjectMeta, ObjectRef, Resource
+
+FOREGROUND = "foregroundDeletion"
+KEPT = 20  # owners followed per run (owners.py names what holds each)
 
 
 class Sightings:
@@ -21,10 +25,13 @@ class Sightings:
         self.live: dict[str, tuple[ObjectRef, str]] = {}
         self.live_places: Counter[tuple[Resource, str | None]] = Counter()  # how many in each (type, namespace)
         self.first_live: float | None = None  # when the first of them was freed
+        self.owners: dict[str, ObjectMeta] = {}  # uid -> an object held by foregroundDeletion, being deleted
         self._lock = threading.Lock()
 
     def saw(self, meta: ObjectMeta) -> None:
         self.seen.add(meta.uid)
+        if meta.terminating and FOREGROUND in meta.finalizers and len(self.owners) < KEPT:
+            self.owners[meta.uid] = meta  # a dict's item assignment needs no lock
 
     def freed_live(self, meta: ObjectMeta, version: str) -> None:
         """`meta` was freed while not being deleted; `version`: the resourceVersion the patch left."""
