@@ -1,9 +1,11 @@
 """Durations spelled the way kubectl and Go spell them (90s, 2m, 1h30m, 500ms), read from
-the command line and written in reports; the command line and scan share them."""
+the command line and written in reports; the command line and scan share them. And the
+API server's RFC 3339 times, as seconds."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from .errors import InputError
 
@@ -40,3 +42,16 @@ def ago(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def timestamp(text: object) -> float | None:
+    """Seconds since the epoch from an RFC 3339 time (with or without a zone, which is UTC)."""
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()

@@ -9,22 +9,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..durations import timestamp
+
+__all__ = ["Tally", "rfc3339", "timestamp"]  # timestamp: the scan's modules read it from here
+
 NAMES = 50  # names kept per group: enough for the commands that free a few objects by name
 NAMESPACES = 1000  # namespaces named per group; beyond, only counted
 MANAGERS = 20  # field managers followed per group
-
-
-def timestamp(text: object) -> float | None:
-    """Seconds since the epoch from an RFC 3339 time (with or without a zone, which is UTC)."""
-    if not text or not isinstance(text, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
 
 
 def rfc3339(seconds: float | None) -> str:
