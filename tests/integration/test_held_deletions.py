@@ -13,6 +13,11 @@ holds other tests' stuck objects.
   is held by a dead finalizer: scan names the dependent on the owner's group, and the
   command it prints there ends the chain (the garbage collector then lets the owner go);
   `crd OWNERS` exits 1 naming the dependent, what holds it and the command that frees it.
+- A pod bound to a Node whose Ready has been Unknown for two days (no kubelet), deleted past
+  its grace period: scan names the pod and the node and fails the gate; a pod on a Ready node
+  is not named; `ns NS --delete` exits 1 naming them; the remedy both print (the
+  out-of-service taint), run, lets the pod garbage collector force-delete it. The module's
+  kube-controller-manager runs that collector.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ def plane():
     if os.environ.get("UNFINALIZE_TEST_KUBECONFIG"):
         pytest.skip("these tests scan a whole cluster of their own (unset UNFINALIZE_TEST_KUBECONFIG)")
     controlplane.find_binaries(controlplane.BINARIES)
-    with controlplane.ControlPlane(audit=True) as cp:
+    controllers = (*controlplane.CONTROLLERS, "pod-garbage-collector-controller")
+    with controlplane.ControlPlane(audit=True, controllers=controllers) as cp:
         yield cp
 
 
@@ -265,3 +271,68 @@ def test_a_run_that_selects_an_owner_held_by_its_dependent_names_it_and_exits_1(
     read = lambda: custom.get_namespaced_custom_object(holders.group, "v1", ns, holders.plural, "owner")  # noqa: E731
     _wait("the collector to let the owner go", lambda: _gone(read), seconds=90)
     assert _gone(lambda: core.read_namespaced_config_map("child", ns))
+
+
+def _node(api, name: str, ready: str, ago: float) -> None:
+    from kubernetes.client import CoreV1Api
+
+    core = CoreV1Api(api)
+    core.create_node({"metadata": {"name": name}})
+    when = datetime.fromtimestamp(time.time() - ago, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {"type": "Ready", "status": ready, "reason": "Test", "message": "set by the test"}
+    condition |= {"lastHeartbeatTime": when, "lastTransitionTime": when}
+    core.patch_node_status(name, {"status": {"conditions": [condition]}})
+
+
+def _bound_pod(api, ns: str, name: str, node: str) -> None:
+    from kubernetes.client import CoreV1Api
+
+    core = CoreV1Api(api)
+    body = {"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]}}
+    for _ in range(100):  # the namespace's default ServiceAccount comes from its controller
+        try:
+            core.create_namespaced_pod(ns, body)
+            break
+        except ApiException as exc:
+            if exc.status != 403 or "serviceaccount" not in (exc.body or ""):
+                raise
+            time.sleep(0.1)
+    core.delete_namespaced_pod(name, ns, grace_period_seconds=1)
+
+
+def test_a_pod_on_a_node_silent_for_two_days_is_named_and_the_taint_remedy_ends_it(plane, api, tool):
+    from kubernetes.client import CoreV1Api
+
+    core, ns = CoreV1Api(api), "lost"
+    core.create_namespace({"metadata": {"name": ns}})
+    _node(api, "lost-node", "Unknown", 2 * 86400)
+    _node(api, "ready-node", "True", 0)
+    _bound_pod(api, ns, "web-0", "lost-node")
+    _bound_pod(api, ns, "web-1", "ready-node")
+    time.sleep(2)  # past their grace period (1 s)
+
+    scan = tool("scan", "-n", ns, "-o", "json")
+    assert scan.returncode == 1, scan.stdout + scan.stderr
+    [held] = json.loads(scan.stdout)["lostPods"]
+    assert (held["namespace"], held["name"], held["node"]) == (ns, "web-0", "lost-node"), held
+    assert held["silentSeconds"] >= 2 * 86400 and "kubelet has been silent for 2d" in held["reason"]
+    [remedy] = held["commands"]
+    assert remedy == "kubectl taint nodes lost-node node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
+    text = tool("scan", "-n", ns)
+    assert f"remedy, once the node is known to be down: {remedy}" in text.stdout, text.stdout
+
+    freeing = tool("ns", ns, "--delete", "--timeout", "10s")
+    assert freeing.returncode == 1, freeing.stdout + freeing.stderr
+    said = freeing.stdout + freeing.stderr
+    assert "pod web-0 on a lost node" in said and "on node lost-node, whose kubelet has been silent" in said, said
+    assert f"remedy, once the node is known to be down: {remedy}" in said and "web-1" not in said, said
+    [space] = json.loads(tool("scan", "-n", ns, "-o", "json").stdout)["namespaces"]
+    assert space["verdict"].startswith("lost node: ") and "web-0 on lost-node" in space["verdict"], space
+    assert space["commands"] == [] and not space["stuck"], space  # its --delete cannot end it
+
+    kubectl = [f"{plane.bin_dir}/kubectl", "--kubeconfig", plane.kubeconfig]
+    subprocess.run([*kubectl, *shlex.split(remedy)[1:]], check=True, capture_output=True, timeout=30)
+    _wait(
+        "the pod garbage collector to force-delete it", lambda: _gone(lambda: core.read_namespaced_pod("web-0", ns)), 90
+    )
+    assert core.read_namespaced_pod("web-1", ns).metadata.deletion_timestamp  # on a Ready node: left to its kubelet

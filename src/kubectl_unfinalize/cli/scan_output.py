@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..durations import ago, format_seconds
 from ..finalizers import CRD_CLEANUP
@@ -22,6 +22,10 @@ UNSAFE = (
 )
 ALIVE = (
     "its controller is alive and still writing: freeing skips the cleanup it cannot finish (fix the cause if you can)"
+)
+LOST = (
+    "no finalizer holds these pods: their kubelet must confirm they stopped; on a partitioned node the containers"
+    " may still run, and a StatefulSet could then run two pods of one identity"
 )
 SILENT = (
     "its controller shows a sign of life: scan --free leaves it; free it only if you know the controller"
@@ -51,21 +55,22 @@ def lines(report: ScanReport, wide: bool = False) -> Iterator[str]:
     """Groups under their finalizer, then Terminating CRDs and namespaces; each stuck
     entry is followed by the commands that free it, or, where the report has a fix for
     them (one command for many CRDs), its finalizer's groups and the CRDs by it, once."""
-    if not (report.groups or report.crds or report.namespaces or report.corrupt):
+    if not (report.groups or report.crds or report.namespaces or report.corrupt or report.lost_pods):
         yield "nothing is stuck: no object is being deleted and held by finalizers"
         return
     fixes = {fix.finalizer: fix.commands for fix in report.fixes}
-    if report.groups:
-        yield from _groups(report, fixes, wide)
-    if report.crds:
-        yield ""
-        yield from _crds(report, fixes, wide)
-    if report.namespaces:
-        yield ""
-        yield from _namespace_lines(report, wide)
-    if report.corrupt:
-        yield ""
-        yield from _corrupt_lines(report)
+    sections: tuple[tuple[list[Any], Callable[[], Iterator[str]]], ...] = (
+        (report.groups, lambda: _groups(report, fixes, wide)),
+        (report.crds, lambda: _crds(report, fixes, wide)),
+        (report.namespaces, lambda: _namespace_lines(report, wide)),
+        (report.corrupt, lambda: _corrupt_lines(report)),
+        (report.lost_pods, lambda: _lost_pod_lines(report)),
+    )
+    shown = [section for entries, section in sections if entries]
+    for index, section in enumerate(shown):
+        if index:
+            yield ""  # between sections, never before the first
+        yield from section()
 
 
 def _groups(report: ScanReport, fixes: dict[str, list[str]], wide: bool) -> Iterator[str]:
@@ -140,6 +145,17 @@ def _corrupt_lines(report: ScanReport) -> Iterator[str]:
     yield f"      warning: {UNSAFE}"
 
 
+def _lost_pod_lines(report: ScanReport) -> Iterator[str]:
+    width = max(max(len(p.namespace) + len(p.name) + 1 for p in report.lost_pods) + 2, 22)
+    yield f"{'POD (on a lost node)':<{width}} {'NODE':<20} SILENT  WHY"
+    for pod in report.lost_pods:
+        silent = "gone" if pod.silent is None else ago(pod.silent)
+        yield f"{pod.namespace + '/' + pod.name:<{width}} {pod.node:<20} {silent:<7} {pod.reason}"
+        for command in pod.commands:
+            yield f"      remedy, once the node is known to be down: {command}"
+    yield f"      warning: {LOST}"
+
+
 def _fix(commands: list[str] | None) -> Iterator[str]:
     for command in commands or ():
         yield f"    free: {command}"
@@ -177,6 +193,7 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
         "stuck": len(report.stuck),
         "blocked": len(report.blocked),
         "corrupt": len(report.corrupt),
+        "on a lost node": len(report.lost_pods),
         "not read": len(report.failing),
         "pending": len(report.pending),
     }
@@ -190,6 +207,11 @@ def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
     )
     if counts["corrupt"]:
         yield "corrupt: the API server cannot read these objects from storage; no controller can finish them (exit 1)"
+    if counts["on a lost node"]:
+        yield (
+            "on a lost node: pods being deleted whose node's kubelet is gone; nothing the tool frees ends them, and"
+            " the remedy is for a person who knows the node is down (exit 1)"
+        )
     if counts["not read"]:
         yield (
             "not read: a type whose list failed, or an API that is unavailable, may hold anything; the scan cannot"

@@ -8,6 +8,7 @@ controller: nothing here ever proposes touching them or the `finalize` subresour
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from ..errors import UnfinalizeError
@@ -15,11 +16,13 @@ from ..kube.discovery import Discovery
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..kube.status import ApiServiceState, true_conditions
+from ..lost_nodes import NODES, PODS, LostPod, Node, judge
 from ..model import APISERVICE_RESOURCE, STILL_BLOCKING, Action, ObjectRef, Resource, namespace_ref
 from .outcomes import OutcomeBook
 
 NAMESPACE_FINALIZER = "kubernetes"  # spec.finalizers: the namespace controller's, never ours
 NEEDED_VERBS = ("list", "patch")
+LOST_PODS_READ = 200  # pods of one namespace read whole at the end of a run that did not finish it
 
 
 @dataclass
@@ -95,6 +98,10 @@ def blocking(
         parts.append(f"namespace finalizers {finalizers}")
     if contents:
         parts.append(f"{contents} objects remain inside")
+        for pod in lost_pods(cluster, name):
+            parts.append(f"pod {pod.name} on a lost node")
+            message = f"{why}: {pod.reason}; remedy, once the node is known to be down: {pod.remedy}"
+            book.add(ObjectRef(PODS, pod.name, name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
     if (
         meta.get("deletionTimestamp")
         and contents == 0
@@ -110,3 +117,19 @@ def blocking(
     if not parts:
         parts.append("still there")
     book.add(ref, Action.BLOCKING, finalizers, f"{why}: " + "; ".join(parts), aspect=STILL_BLOCKING)
+
+
+def lost_pods(cluster: Cluster, namespace: str) -> list[LostPod]:
+    """The namespace's pods held by a lost node (lost_nodes.py): no finalizer holds them,
+    so a count of what remains would not say why the namespace stays. Empty when pods or
+    nodes cannot be read: nothing is claimed of what was not seen."""
+    try:
+        first = next(iter(cluster.list_objects(PODS, ListQuery(namespace=namespace, limit=LOST_PODS_READ))), [])
+        pods = [pod for pod in first if (pod.get("metadata") or {}).get("deletionTimestamp")]
+        if not pods:
+            return []
+        nodes = {n.name: n for page in cluster.list_objects(NODES, ListQuery()) for n in map(Node.of, page)}
+    except UnfinalizeError:
+        return []
+    now = time.time()
+    return [held for pod in pods if (held := judge(pod, nodes, now)) is not None]

@@ -12,6 +12,7 @@ from .. import finalizers
 from ..errors import CorruptObjects, Forbidden, Unauthorized, UnfinalizeError
 from ..kube import corrupt
 from ..kube.paging import ListQuery
+from ..lost_nodes import PODS
 from ..model import CRD_RESOURCE, Resource
 from . import chains, orphans
 from .commands import corrupt_commands
@@ -21,6 +22,7 @@ from .port import ScanCluster
 from .tally import Tally, timestamp
 
 WRITERS = 200  # field managers followed per type
+LINGERING = 200  # pods past their deletion deadline kept for lost.find
 
 
 @dataclass
@@ -39,6 +41,7 @@ class TypeTally:
     writers: dict[str, str] = field(default_factory=dict)  # field manager -> its latest write of any object (RFC 3339)
     foreground: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # uid -> (namespace, name)
     links: list[chains.Link] = field(default_factory=list)  # held objects' blocking ownerReferences
+    lingering: list[tuple[str, str]] = field(default_factory=list)  # pods only: past their deletion deadline
 
 
 def list_type(
@@ -48,11 +51,14 @@ def list_type(
     listed = TypeTally(resource)
     query = ListQuery(namespace=options.namespace if resource.namespaced else None, limit=options.chunk_size)
     is_crd = resource.qualified == CRD_RESOURCE.qualified
+    pods = resource.qualified == PODS.qualified
     try:
         for page in cluster.list_metadata(resource, query):
             listed.total += len(page)
             for meta in page:
                 _tally(listed, meta, options, now, is_crd, spaces)
+                if pods and meta.get("deletionTimestamp") and len(listed.lingering) < LINGERING:
+                    _linger(listed, meta, now)
     except Forbidden:
         scope = f"in namespace {options.namespace}" if options.namespace and resource.namespaced else "cluster-wide"
         listed.failure = f"{resource.qualified}: forbidden: cannot list {resource.qualified} {scope} (RBAC)"
@@ -138,3 +144,10 @@ def _chain(listed: TypeTally, meta: dict[str, Any], held: list[str]) -> None:
         listed.foreground[str(meta["uid"])] = (meta.get("namespace") or None, str(meta.get("name") or ""))
     if meta.get("ownerReferences") and len(listed.links) < chains.KEPT:
         listed.links += chains.links(meta, listed.resource.qualified)
+
+
+def _linger(listed: TypeTally, meta: dict[str, Any], now: float) -> None:
+    """A pod past its deletion deadline: with no finalizer it is held only by its kubelet."""
+    due = timestamp(meta.get("deletionTimestamp"))
+    if due is not None and due <= now:
+        listed.lingering.append((str(meta.get("namespace") or ""), str(meta.get("name") or "")))

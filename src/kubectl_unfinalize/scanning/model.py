@@ -244,6 +244,32 @@ class CorruptObject:
 
 
 @dataclass
+class LostPod:
+    """A pod being deleted past its grace period on a node that is gone or not Ready since
+    before (lost_nodes.py): no finalizer holds it, so nothing the tool frees ends it; the
+    command is Kubernetes' own remedy, for a person who knows the node is down."""
+
+    namespace: str
+    name: str
+    node: str
+    silent: float | None  # seconds the node's kubelet has been silent (None: the node is gone)
+    overdue: float  # seconds past its deletion deadline
+    reason: str
+    commands: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "node": self.node,
+            "silentSeconds": None if self.silent is None else round(self.silent, 1),
+            "overdueSeconds": round(self.overdue, 1),
+            "reason": self.reason,
+            "commands": list(self.commands),
+        }
+
+
+@dataclass
 class Fix:
     """The commands that free one finalizer's stuck groups, the ones of CRD-served types as
     one command whatever their number (or that free every stuck Terminating CRD, under

@@ -12,7 +12,7 @@ from ..kube.paging import ListQuery
 from ..kube.status import true_conditions
 from ..model import NAMESPACE_RESOURCE, namespace_ref
 from .commands import namespace_commands
-from .model import Group, TerminatingNamespace
+from .model import Group, LostPod, TerminatingNamespace
 from .options import ScanOptions
 from .port import ScanCluster
 from .tally import timestamp
@@ -27,6 +27,7 @@ def terminating_namespaces(
     groups: list[Group],
     apiservices: list[str],
     not_scanned: list[str],
+    lost: list[LostPod] | None = None,
 ) -> list[TerminatingNamespace]:
     try:
         if options.namespace:
@@ -43,15 +44,24 @@ def terminating_namespaces(
         deletion = timestamp(meta.get("deletionTimestamp"))
         if deletion is None or now - deletion < options.older_than:
             continue
-        found.append(judge(obj, now - deletion, groups, apiservices, options.grace))
+        found.append(judge(obj, now - deletion, groups, apiservices, options.grace, lost or []))
     return sorted(found, key=lambda n: n.name)
 
 
 def judge(
-    obj: dict[str, Any], seconds: float, groups: list[Group], apiservices: list[str], grace: float
+    obj: dict[str, Any],
+    seconds: float,
+    groups: list[Group],
+    apiservices: list[str],
+    grace: float,
+    lost: list[LostPod] | None = None,
 ) -> TerminatingNamespace:
+    """A namespace that only pods on a lost node hold is neither pending nor stuck: it will
+    not go on its own, and `ns NAME --delete` cannot end it (no finalizer holds the pods);
+    its verdict names them, and their remedy is printed with them."""
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
+    pods = [p for p in lost or [] if p.namespace == name]
     conditions = true_conditions(obj)
     inside = [g for g in groups if g.terminating and name in g.namespaces]
     stuck_inside = [g for g in inside if g.stuck]
@@ -62,7 +72,12 @@ def judge(
         reasons.append(f"finalizers {list(meta['finalizers'])}")
     waited = ago(seconds)
     stuck = pending = False
-    if seconds > grace and (reasons or seconds > NAMESPACE_PATIENCE):
+    if pods:
+        on = ", ".join(sorted({f"{p.name} on {p.node}" for p in pods}))
+        reasons.append(f"{len(pods)} pods on a lost node ({on})")
+    if pods and not (stuck_inside or apiservices or meta.get("finalizers")):
+        verdict = f"lost node: Terminating for {waited}; " + reasons[-1]
+    elif seconds > grace and (reasons or seconds > NAMESPACE_PATIENCE):
         if inside and not stuck_inside and not apiservices and seconds <= NAMESPACE_PATIENCE:
             word = "blocked" if any(g.blocked for g in inside) else "working"
             verdict = f"{word}: Terminating for {waited}; " + ", ".join(g.verdict for g in inside)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ExitStatus, IncompleteError
 from ..model import Action, Report
-from .model import CorruptObject, Fix, Group, TerminatingCrd, TerminatingNamespace
+from .model import CorruptObject, Fix, Group, LostPod, TerminatingCrd, TerminatingNamespace
 
 SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
 
@@ -64,6 +64,7 @@ class ScanReport:
     fixes: list[Fix] = field(default_factory=list)  # per finalizer: its stuck groups' commands, CRDs merged
     not_scanned: list[str] = field(default_factory=list)  # one line per type or group version
     corrupt: list[CorruptObject] = field(default_factory=list)
+    lost_pods: list[LostPod] = field(default_factory=list)  # held by a node whose kubelet is gone
     failing: list[str] = field(default_factory=list)  # the not_scanned lines that fail the gate
     types: int = 0  # resource types listed
     objects: int = 0  # objects seen in them
@@ -110,7 +111,7 @@ class ScanReport:
     @property
     def ok(self) -> bool:
         """Nothing held, everything read (the command line's exit 0)."""
-        return not self.held and not self.unread
+        return not self.held and not self.unread and not self.lost_pods
 
     @property
     def exit_status(self) -> ExitStatus:
@@ -118,7 +119,7 @@ class ScanReport:
         read, 3 while what is held is only pending (it may still go on its own: scan --wait
         waits), else 0."""
         held = self.held
-        if self.unread:
+        if self.unread or self.lost_pods:
             return ExitStatus.FAILED
         if not held:
             return ExitStatus.OK
@@ -129,6 +130,7 @@ class ScanReport:
         how to free it (scan(wait=True) first waits for the pending to be judged). Named
         as Report's: a teardown ends `unfinalize(...)` and `scan(...)` the same way."""
         lines = [_stuck_line(item) for item in self.held] + [_corrupt_line(item) for item in self.corrupt]
+        lines += [f"pod {p.namespace}/{p.name}: {p.reason} (remedy: {p.commands[0]})" for p in self.lost_pods]
         lines += [f"not read: {line}" for line in self.failing if not line.startswith(tuple(_types(self.corrupt)))]
         if lines:
             raise IncompleteError("; ".join(lines))
@@ -155,6 +157,7 @@ class ScanReport:
             "notScanned": list(self.not_scanned),
             "failing": list(self.failing),
             "corrupt": [c.to_dict() for c in self.corrupt],
+            "lostPods": [p.to_dict() for p in self.lost_pods],
             "groups": [g.to_dict() for g in self.groups],
             "crds": [c.to_dict() for c in self.crds],
             "namespaces": [n.to_dict() for n in self.namespaces],

@@ -24,7 +24,7 @@ from ..kube.discovery import Discovery, ServedType
 from ..kube.paging import ListQuery
 from ..kube.status import ApiServiceState
 from ..model import APISERVICE_RESOURCE, CRD_RESOURCE, Resource, crd_ref
-from . import blocked, chains, evidence, orphans
+from . import blocked, chains, evidence, lost, orphans
 from .commands import crd_commands, fixes, group_commands, orphan_commands
 from .listing import TypeTally, list_type
 from .model import Blocking, Group, Manager, State, TerminatingCrd
@@ -72,6 +72,8 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     report.not_scanned += [listed.failure for listed in lists if listed.failure]
     report.corrupt = [found for listed in lists for found in listed.corrupt]
     report.failing += [listed.failure for listed in lists if listed.failing]
+    lingering = [pod for listed in lists for pod in listed.lingering]
+    report.lost_pods = lost.find(cluster, lingering, now, report.not_scanned)
     report.not_scanned += [f"evidence: {failure}" for failure in (apiservice_failure, lease_failure) if failure]
     crd_list = next(
         (listed for listed in lists if listed.resource.qualified == CRD_RESOURCE.qualified), TypeTally(CRD_RESOURCE)
@@ -118,7 +120,7 @@ def scan(cluster: ScanCluster, options: ScanOptions, clock: Callable[[], float] 
     every = {name: categories.get(name) for name in crd_list.names}
     report.fixes = fixes(report.groups, report.crds, every, crd_list.terminating, options.namespace)
     report.namespaces = terminating_namespaces(
-        cluster, options, now, report.groups, unavailable_services, report.not_scanned
+        cluster, options, now, report.groups, unavailable_services, report.not_scanned, report.lost_pods
     )
     report.seconds = time.monotonic() - started
     return report
