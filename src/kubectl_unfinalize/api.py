@@ -57,6 +57,7 @@ def unfinalize(
     chunk_size: int = 500,
     remove_dead_webhooks: bool = False,
     unsafe_delete_corrupt: bool = False,
+    force_lost_pods: bool = False,
     backup: bool = False,
     max_objects: int | None = None,
     record: str | None = None,
@@ -103,6 +104,8 @@ def unfinalize(
     a configuration is named, and the writes it refuses are not sent again.
     unsafe_delete_corrupt=True deletes the selected objects the API server names as
     unreadable from storage, skipping their finalizers and admission (not undoable).
+    force_lost_pods=True force-deletes (gracePeriodSeconds=0) the selected pods held by a
+    lost node (lost_nodes.py), after one warning (not undoable); never implied.
     """
     selection = Selection(
         crds=tuple(crds),
@@ -134,6 +137,7 @@ def unfinalize(
         chunk_size=chunk_size,
         remove_dead_webhooks=remove_dead_webhooks,
         unsafe_delete_corrupt=unsafe_delete_corrupt,
+        force_lost_pods=force_lost_pods,
         backup=backup,
         max_objects=max_objects,
     )
@@ -217,6 +221,7 @@ def scan(
     namespaces: Sequence[str] = (),
     groups: Sequence[str] = (),
     include_blocked: bool = False,
+    force_lost_pods: bool = False,
     dry_run: DryRun | str | None = None,
     max_objects: int | None = None,
     record: str | None = None,
@@ -251,6 +256,7 @@ def scan(
     scans again: the report is that second scan, `report.freed` what each call did and
     `report.record` the record. `max_objects` refuses (InputError, nothing changed) when
     all the calls together would change more; `dry_run` ("server", "client") frees nothing.
+    `force_lost_pods` also force-deletes the pods the scan finds held by a lost node.
     """
     from .scanning.evidence import GRACE
     from .scanning.options import ScanOptions, free_options
@@ -274,6 +280,7 @@ def scan(
             dry_run=dry_run,
             max_objects=max_objects,
             record=record,
+            force_lost_pods=force_lost_pods,
         ),
     )
     connection = connection_of(connection, kubeconfig, context)

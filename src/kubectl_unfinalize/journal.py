@@ -16,7 +16,8 @@ class Write:
     resourceVersion before and after ("" when unknown); `finalizers`: what it held before."""
 
     # unfinalize, delete, reconfigure, recreate (a namespace that was gone), unsafe-delete (an
-    # object the server could not read, deleted from storage); undo's refinalize, create
+    # object the server could not read, deleted from storage), force-delete (a pod on a lost
+    # node, deleted with no grace period); undo's refinalize, create
     op: str
     ref: ObjectRef
     uid: str = ""
@@ -43,6 +44,7 @@ DONE = {
     "reconfigure": "reconfigured",
     "recreate": "re-created",
     "unsafe-delete": "deleted unreadable",
+    "force-delete": "force-deleted",
     "refinalize": "refinalized",
     "create": "created",
 }

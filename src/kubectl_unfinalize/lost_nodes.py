@@ -14,7 +14,7 @@ deletion was due.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,11 @@ class Node:
         )
 
 
+def by_name(pages: Iterable[list[dict[str, Any]]]) -> dict[str, Node]:
+    """Every node of a list's pages, by name: what judge() is given."""
+    return {node.name: node for page in pages for node in map(Node.of, page)}
+
+
 @dataclass(frozen=True)
 class LostPod:
     namespace: str
@@ -55,6 +60,7 @@ class LostPod:
     node: str
     silent: float | None  # seconds since the node's kubelet was last heard of (None: the node is gone)
     overdue: float  # seconds past the pod's deletion deadline
+    uid: str = ""
 
     @property
     def reason(self) -> str:
@@ -82,8 +88,9 @@ def judge(pod: dict[str, Any], nodes: Mapping[str, Node], now: float) -> LostPod
     node = nodes.get(name)
     overdue = now - due
     where = (str(meta.get("namespace") or ""), str(meta.get("name") or ""), name)
+    uid = str(meta.get("uid") or "")
     if node is None:
-        return LostPod(*where, None, overdue)
+        return LostPod(*where, None, overdue, uid)
     if node.ready == "True" or node.since is None or node.since > due:
         return None  # a live kubelet, or one that went quiet after the pod was due: not yet said
-    return LostPod(*where, now - (node.heartbeat or node.since), overdue)
+    return LostPod(*where, now - (node.heartbeat or node.since), overdue, uid)

@@ -133,6 +133,9 @@ class Options:
     # opt-in, never implied: delete the objects the server names as unreadable from storage
     # with its unsafe delete, which skips their finalizers and admission (KEP-3926)
     unsafe_delete_corrupt: bool = False
+    # opt-in, never implied: force-delete (gracePeriodSeconds=0) the selected pods held by a
+    # lost node (lost_nodes.py), as kubectl delete --force does
+    force_lost_pods: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))

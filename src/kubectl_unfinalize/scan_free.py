@@ -83,7 +83,7 @@ def free_stuck(
     context's, for a call that names none."""
     free = options.free
     assert free is not None
-    calls = plan(report, free.scope, options.grace, free.settle, free.include_blocked)
+    calls = plan(report, free.scope, options.grace, free.settle, free.include_blocked, free.force_lost_pods)
     if not calls:
         return [], ""
     runs: list[tuple[Call, Options, Targets]] = []

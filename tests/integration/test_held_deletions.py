@@ -284,11 +284,12 @@ def _node(api, name: str, ready: str, ago: float) -> None:
     core.patch_node_status(name, {"status": {"conditions": [condition]}})
 
 
-def _bound_pod(api, ns: str, name: str, node: str) -> None:
+def _bound_pod(api, ns: str, name: str, node: str, delete: bool = True) -> None:
     from kubernetes.client import CoreV1Api
 
     core = CoreV1Api(api)
-    body = {"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]}}
+    spec = {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{"name": "c", "image": "pause"}]}
+    body = {"metadata": {"name": name}, "spec": spec}
     for _ in range(100):  # the namespace's default ServiceAccount comes from its controller
         try:
             core.create_namespaced_pod(ns, body)
@@ -297,7 +298,8 @@ def _bound_pod(api, ns: str, name: str, node: str) -> None:
             if exc.status != 403 or "serviceaccount" not in (exc.body or ""):
                 raise
             time.sleep(0.1)
-    core.delete_namespaced_pod(name, ns, grace_period_seconds=1)
+    if delete:
+        core.delete_namespaced_pod(name, ns, grace_period_seconds=1)
 
 
 def test_a_pod_on_a_node_silent_for_two_days_is_named_and_the_taint_remedy_ends_it(plane, api, tool):
@@ -336,3 +338,55 @@ def test_a_pod_on_a_node_silent_for_two_days_is_named_and_the_taint_remedy_ends_
         "the pod garbage collector to force-delete it", lambda: _gone(lambda: core.read_namespaced_pod("web-0", ns)), 90
     )
     assert core.read_namespaced_pod("web-1", ns).metadata.deletion_timestamp  # on a Ready node: left to its kubelet
+
+
+def _pod_gone(api, ns: str, name: str) -> bool:
+    from kubernetes.client import CoreV1Api
+
+    return _gone(lambda: CoreV1Api(api).read_namespaced_pod(name, ns))
+
+
+def test_force_lost_pods_ends_what_a_lost_node_holds_and_never_touches_a_pod_on_a_ready_node(plane, api, tool):
+    from kubernetes.client import CoreV1Api
+
+    core = CoreV1Api(api)
+    _node(api, "down-1", "Unknown", 2 * 86400)
+    _node(api, "up-1", "True", 0)
+    spaces = (("held-a", "down-1"), ("held-b", "up-1"), ("held-c", "down-1"), ("held-d", "up-1"), ("held-e", "down-1"))
+    for ns, node in spaces:
+        core.create_namespace({"metadata": {"name": ns}})
+        _bound_pod(api, ns, f"{ns}-0", node, delete=ns not in ("held-a", "held-b"))
+    mark = plane.audit_mark()
+
+    freed = tool("ns", "held-a", "--delete", "--force-lost-pods", "--timeout", "60s")
+    said = freed.stdout + freed.stderr
+    assert freed.returncode == 0, said
+    assert "warning: --force-lost-pods: force-deleting pods whose node is lost" in said, said
+    assert "pod/held-a-0 deleted (namespace held-a): forced (gracePeriodSeconds=0): being deleted" in said, said
+    assert "undo cannot bring it back" in said, said
+    assert _gone(lambda: core.read_namespace("held-a")), "the namespace the lost node held is gone"
+
+    ready = tool("ns", "held-b", "--delete", "--force-lost-pods", "--timeout", "8s")
+    assert ready.returncode == 1 and "forced" not in ready.stdout + ready.stderr, ready.stdout + ready.stderr
+    assert not _pod_gone(api, "held-b", "held-b-0")  # on a Ready node: left to its kubelet
+    time.sleep(1)  # the other three past their grace period
+
+    named = tool("pods", "held-c-0", "-n", "held-c", "--force-lost-pods")
+    assert _pod_gone(api, "held-c", "held-c-0"), named.stdout + named.stderr
+    history = tool("history", "--last")
+    assert "force-deleted" in history.stdout, history.stdout + history.stderr
+    undo = tool("undo", "--last")
+    assert "force-deleted on a lost node" in undo.stdout + undo.stderr, undo.stdout + undo.stderr
+
+    scan = tool("scan", "--free", "--force-lost-pods", "-o", "json")
+    document = json.loads(scan.stdout)
+    assert _pod_gone(api, "held-e", "held-e-0") and document["lostPods"] == [], scan.stdout + scan.stderr
+    assert not _pod_gone(api, "held-d", "held-d-0")  # scan --free frees only what a lost node holds
+    forced = [
+        (e["objectRef"]["namespace"], e["objectRef"]["name"])
+        for e in plane.audit_events(mark)
+        if e["verb"] == "delete"
+        and e["objectRef"].get("resource") == "pods"
+        and (e.get("userAgent") or "").startswith("kubectl-unfinalize/")
+    ]
+    assert sorted(forced) == [("held-a", "held-a-0"), ("held-c", "held-c-0"), ("held-e", "held-e-0")], forced

@@ -373,6 +373,11 @@ class FakeCluster:
             self._settle()
             return Deleted(stored.uid, stored.meta(ref) if ref in self.objects else None)
 
+    def force_delete(self, ref: ObjectRef, uid: str, dry_run: DryRun) -> bool:
+        self._call("force_delete", ref)
+        with self.lock:
+            return self.objects.pop(ref, None) is not None if dry_run is DryRun.NONE else ref in self.objects
+
     def unsafe_delete(self, ref: ObjectRef) -> bool:
         self._call("unsafe_delete", ref)
         if self.unsafe_denied:

@@ -166,3 +166,24 @@ def test_the_printed_fix_and_the_plan_free_the_same_where_they_should():
                 ran.delete,
             ), command
             assert options.only_terminating or not held.crd  # a type's objects are named: they are the held ones
+
+
+def test_pods_on_a_lost_node_are_force_deleted_by_name_only_when_asked_and_in_scope():
+    from kubectl_unfinalize.options import DryRun
+    from kubectl_unfinalize.scanning.model import LostPod
+
+    lost = [
+        LostPod(ns, name, "node-1", 86400.0, 60.0, "why")
+        for ns, name in (("b", "db-0"), ("a", "web-1"), ("a", "web-0"))
+    ]
+    report = ScanReport(lost_pods=lost)
+    assert plan(report, EVERYTHING, 5.0) == []  # never implied
+    forced = plan(report, EVERYTHING, 5.0, force_lost_pods=True)
+    assert [arguments(c) for c in forced] == [
+        {"resource": "pods", "names": ["web-1", "web-0"], "only_terminating": True, "namespace": "a"},
+        {"resource": "pods", "names": ["db-0"], "only_terminating": True, "namespace": "b"},
+    ]
+    assert all(c.force_lost_pods and c.options(DryRun.NONE, 500).force_lost_pods for c in forced)
+    assert [c.namespace for c in plan(report, Narrowing(exclude_namespaces=("a",)), 5.0, force_lost_pods=True)] == ["b"]
+    for narrowing in (Narrowing(groups=("example.com",)), Narrowing(finalizers=(KOPF,))):  # no finalizer holds them
+        assert plan(report, narrowing, 5.0, force_lost_pods=True) == []

@@ -27,6 +27,8 @@ from kubectl_unfinalize.cli.main import build_parser, main
         (["scan", "--free", "--max-objects", "ten"], "invalid number 'ten'"),
         (["scan", "--free", "--backup"], "--backup and --last do not apply to scan --free"),
         (["scan", "--include-blocked"], "apply to scan --free"),
+        (["scan", "--force-lost-pods"], "apply to scan --free"),
+        (["crd", "x", "--force-lost-pods"], "a CRD's objects are not pods"),
         (["scan", "--exclude-namespace", "kube-*"], "apply to scan --free"),
         (["scan", "--max-objects", "3"], "do not apply to scan"),
         (["crd", "x", "--free"], "apply to scan only"),

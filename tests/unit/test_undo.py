@@ -200,3 +200,14 @@ def test_undo_says_an_object_deleted_unreadable_cannot_come_back(tmp_path: Path)
     done, detail = items["object:widget.example.com/bad"]
     assert not done and "could not read it from storage" in detail and "--unsafe-delete-corrupt" in detail
     assert journal.writes == [] and cluster.writes == []
+
+
+def test_undo_says_a_pod_force_deleted_on_a_lost_node_cannot_come_back(tmp_path: Path) -> None:
+    from kubectl_unfinalize.lost_nodes import PODS
+
+    cluster = MemoryCluster()
+    pod = ObjectRef(PODS, "web-0", "shop")
+    items, journal = undo(cluster, tmp_path, write_line(Write("force-delete", pod, "u1", message="on a lost node: x")))
+    done, detail = items["object:pod/web-0"]
+    assert not done and "force-deleted on a lost node (--force-lost-pods)" in detail and "a new one" in detail
+    assert journal.writes == [] and cluster.writes == []

@@ -163,6 +163,7 @@ def _scan_options(args: argparse.Namespace) -> ScanOptions:
             dry_run=args.dry_run,
             max_objects=args.max_objects,
             record=args.record,
+            force_lost_pods=args.force_lost_pods,
         ),
     )
 
@@ -195,6 +196,8 @@ def _check_run(args: argparse.Namespace, word: str | None) -> None:
         raise UsageError("--include-blocked and --exclude-namespace apply to scan --free")
     if args.category and (args.filename or (word is not None and word not in CRD_WORDS)):
         raise UsageError("--category applies to crd")
+    if args.force_lost_pods and word in CRD_WORDS:
+        raise UsageError("--force-lost-pods applies to ns, TYPE NAME, -f and scan --free: a CRD's objects are not pods")
     if word in NAMESPACE_WORDS:
         if not (args.words[1:] or args.selector):
             raise UsageError("ns needs NAME... or -l SELECTOR")
@@ -235,6 +238,7 @@ def _options(args: argparse.Namespace) -> Options:
         chunk_size=args.chunk_size,
         remove_dead_webhooks=args.remove_dead_webhooks,
         unsafe_delete_corrupt=args.unsafe_delete_corrupt,
+        force_lost_pods=args.force_lost_pods,
         backup=args.backup,
         max_objects=args.max_objects,
     )

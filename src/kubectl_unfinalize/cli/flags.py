@@ -146,6 +146,16 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         "needs kube-apiserver's feature gate AllowUnsafeMalformedObjectDeletion and the RBAC verb "
         "unsafe-delete-ignore-read-errors. Recorded, and not undoable. Never implied, and never used by scan --free",
     )
+    act.add_argument(
+        "--force-lost-pods",
+        action="store_true",
+        help="force-delete (gracePeriodSeconds=0, as kubectl delete --force) the selected pods held by a lost node: "
+        "being deleted past their grace period on a node that is gone or whose Ready has not been True since. On a "
+        "node only cut off from the network their containers may still run, and a StatefulSet may then run two pods "
+        "of one identity: Kubernetes' own remedy, once the node is known to be down, is the "
+        "node.kubernetes.io/out-of-service taint. For ns, TYPE NAME and scan --free; warns first; recorded, and not "
+        "undoable. Never implied",
+    )
     add_bool_flag(
         act,
         "--wait",

@@ -122,8 +122,8 @@ def scan_problem(args: argparse.Namespace) -> str:
         return f"scan takes no names (got {' '.join(args.words[1:])!r}); narrow it with -n NAMESPACE"
     if args.free:
         return _free_problem(args)
-    if args.include_blocked or args.exclude_namespace:
-        return "--include-blocked and --exclude-namespace apply to scan --free"
+    if args.include_blocked or args.exclude_namespace or args.force_lost_pods:
+        return "--include-blocked, --exclude-namespace and --force-lost-pods apply to scan --free"
     used = [flag for dest, flag in NOT_FOR_SCAN.items() if getattr(args, dest)]
     if args.dry_run != "none":
         used.append("--dry-run")

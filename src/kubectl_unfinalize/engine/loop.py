@@ -38,6 +38,7 @@ from .crd_instances import CrdInstances, CrdState
 from .crds import CLEANUP_SECONDS, CrdPass, due, too_long
 from .final_check import FinalCheck
 from .freeing import Freer
+from .lost_pods import LostPods
 from .namespace_sweep import NamespaceState, NamespaceSweep
 from .object_sweep import ObjectState, ObjectSweep
 from .outcomes import OutcomeBook, OutcomeListener
@@ -94,8 +95,9 @@ class Engine:
         self.revivals = Revivals(run, warn := on_warning or (lambda _: None))
         self.freer = Freer(run, self.admission, self.sightings, self.revivals, self.gate)
         self._writes_through = partial(Writes, journal=journal, cap=self.cap)  # a created namespace's deletes
-        self.namespaces = NamespaceSweep(run, self.freer, self.sightings, unreadable := Unreadable(run, warn))
-        self.objects = ObjectSweep(run, self.freer, unreadable)
+        unreadable, lost = Unreadable(run, warn), LostPods(run, warn)
+        self.namespaces = NamespaceSweep(run, self.freer, self.sightings, unreadable, lost)
+        self.objects = ObjectSweep(run, self.freer, unreadable, lost)
         start = options.concurrency if cluster.far() else START
         self.pacing = Pacing(options.concurrency, start, load=self._in_flight)  # a refusal's cut starts there
         bulk_only = self.freer.bulk_writes and not options.delete  # --delete: most writes go to the workers

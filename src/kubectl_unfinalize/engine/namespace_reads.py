@@ -16,7 +16,7 @@ from ..kube.discovery import Discovery
 from ..kube.paging import ListQuery
 from ..kube.port import Cluster
 from ..kube.status import ApiServiceState, true_conditions
-from ..lost_nodes import NODES, PODS, LostPod, Node, judge
+from ..lost_nodes import NODES, PODS, LostPod, by_name, judge
 from ..model import APISERVICE_RESOURCE, STILL_BLOCKING, Action, ObjectRef, Resource, namespace_ref
 from .outcomes import OutcomeBook
 
@@ -128,7 +128,7 @@ def lost_pods(cluster: Cluster, namespace: str) -> list[LostPod]:
         pods = [pod for pod in first if (pod.get("metadata") or {}).get("deletionTimestamp")]
         if not pods:
             return []
-        nodes = {n.name: n for page in cluster.list_objects(NODES, ListQuery()) for n in map(Node.of, page)}
+        nodes = by_name(cluster.list_objects(NODES, ListQuery()))
     except UnfinalizeError:
         return []
     now = time.time()

@@ -18,6 +18,7 @@ from ..model import Action, ObjectMeta, ObjectRef, Resource, namespace_ref
 from . import diagnose, namespace_reads
 from .context import RunContext
 from .freeing import Freer
+from .lost_pods import LostPods
 from .preflight import NamespaceAccess
 from .sightings import Sightings
 from .unreadable import Unreadable
@@ -45,11 +46,14 @@ class NamespaceSweep:
     """Shared by every namespace of a run: one discovery per pass, the group versions
     found unavailable, the types where live objects were freed (for the final check)."""
 
-    def __init__(self, run: RunContext, freer: Freer, sightings: Sightings, unreadable: Unreadable) -> None:
+    def __init__(
+        self, run: RunContext, freer: Freer, sightings: Sightings, unreadable: Unreadable, lost: LostPods
+    ) -> None:
         self.run = run
         self.freer = freer
         self.sightings = sightings
         self.unreadable = unreadable
+        self.lost = lost
         self._pool = _Pool(run.options.concurrency)
         self.discovery: namespace_reads.NamespacedTypes | None = None
         self.unavailable: list[str] = []
@@ -145,6 +149,8 @@ class NamespaceSweep:
                     self.live_lists.add((resource, state.name))
                 yield partial(self.freer.contain, meta.ref, "free", partial(self.freer.free, meta))
         state.contents, state.held = contents, held
+        if contents and self.lost.wanted:  # its pods a lost node holds, once past their grace period
+            yield partial(self.freer.contain, ref, "force-delete", partial(self.lost.free_in, state.name))
 
     def _discover(self, ref: ObjectRef) -> namespace_reads.NamespacedTypes | None:
         if self.discovery is None:

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..errors import CorruptObjects
+from ..lost_nodes import PODS
 from ..model import APISERVICE_RESOURCE, Action, ObjectRef
 from ..options import DryRun
 from .admission import CONFIGURATIONS
 from .context import RunContext
 from .freeing import Freer
+from .lost_pods import LostPods
 from .unreadable import Unreadable
 
 
@@ -40,10 +42,11 @@ def blockers(objects: list[ObjectState]) -> list[ObjectState]:
 class ObjectSweep:
     """The manifest objects of a run: construct once."""
 
-    def __init__(self, run: RunContext, freer: Freer, unreadable: Unreadable) -> None:
+    def __init__(self, run: RunContext, freer: Freer, unreadable: Unreadable, lost: LostPods) -> None:
         self.run = run
         self.freer = freer
         self.unreadable = unreadable
+        self.lost = lost
 
     def job(self, obj: ObjectState) -> Callable[[], object]:
         return partial(self.freer.contain, obj.ref, "free", partial(self.free, obj))
@@ -76,6 +79,10 @@ class ObjectSweep:
             return True
         if options.delete and not obj.deleted:
             return self._delete(obj)
+        if self.lost.wanted and meta.terminating and not meta.finalizers and meta.ref.resource == PODS:
+            forced = self.lost.free_named(meta.ref)
+            if forced is not None:
+                return forced
         return self.freer.free_known(meta)
 
     def _delete(self, obj: ObjectState) -> bool:

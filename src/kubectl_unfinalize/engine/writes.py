@@ -89,6 +89,15 @@ class Writes:
             self._journal.wrote(Write("unsafe-delete", ref, message=f"unreadable from storage: {said}"))
         return deleted
 
+    def force_delete(self, ref: ObjectRef, uid: str, said: str, dry_run: DryRun) -> bool:
+        """A pod on a lost node, deleted with no grace period: counted, recorded as what undo
+        cannot bring back (a pod's controller makes a new one). False when it was gone."""
+        self._cap.take(ref)
+        deleted = self._cluster.force_delete(ref, uid, dry_run)
+        if deleted and dry_run is DryRun.NONE:
+            self._journal.wrote(Write("force-delete", ref, uid, message=f"on a lost node: {said}"))
+        return deleted
+
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None:
         """A CRD's spec.conversion switched off: its manifest first, as it was."""
         self._cap.take(ref)

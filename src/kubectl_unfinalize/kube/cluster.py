@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from ..deadline import Deadline
-from ..errors import NotFound, UnfinalizeError
+from ..errors import Conflict, NotFound, UnfinalizeError
 from ..model import ObjectMeta, ObjectRef, Resource
 from ..net.bulk import Bulk, BulkPatch
 from ..net.connections import FAR
@@ -204,6 +204,21 @@ class HttpCluster:
             self._request("DELETE", ref.resource.path(ref.namespace, ref.name), body=body)
         except NotFound as exc:
             return exc.ambiguous  # a 404 to a second try: the first one deleted it
+        return True
+
+    def force_delete(self, ref: ObjectRef, uid: str, dry_run: DryRun) -> bool:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        query = None
+        if dry_run is DryRun.SERVER:
+            query, body["dryRun"] = {"dryRun": "All"}, ["All"]
+        try:
+            self._request("DELETE", ref.resource.path(ref.namespace, ref.name), query=query, body=body)
+        except NotFound as exc:
+            return exc.ambiguous  # a 404 to a second try: the first one deleted it
+        except Conflict:
+            return False  # the uid differs: that pod is gone, and one of its name is not this run's to delete
         return True
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:

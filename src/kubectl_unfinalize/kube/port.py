@@ -113,6 +113,11 @@ class Cluster(Protocol):
         and deletes a readable object as any delete would."""
         ...
 
+    def force_delete(self, ref: ObjectRef, uid: str, dry_run: DryRun) -> bool:
+        """kubectl's force delete (gracePeriodSeconds=0), of that object only (its uid as a
+        precondition): for a pod whose node is lost. False when it was gone already."""
+        ...
+
     def merge_patch(self, ref: ObjectRef, body: dict[str, Any], dry_run: DryRun) -> None: ...
 
     def create(self, resource: Resource, namespace: str | None, body: dict[str, Any], dry_run: DryRun) -> str:

@@ -32,6 +32,10 @@ NOT_READABLE = (
     "left gone: the API server could not read it from storage, so nothing of it could be kept;"
     " it was deleted unreadable (--unsafe-delete-corrupt)"
 )
+NOT_FORCED = (
+    "left gone: it was force-deleted on a lost node (--force-lost-pods); a pod cannot be put back,"
+    " its controller makes a new one"
+)
 SERVED_WAIT = 30.0  # how long a re-created CRD may take to be Established before its objects are created
 
 
@@ -94,6 +98,8 @@ class Undo:
         ]
         unreadable = [w for w in record.writes if w.op == "unsafe-delete"]
         items += [_item(w.ref, False, "object", NOT_READABLE) for w in _unique(unreadable)]
+        forced = [w for w in record.writes if w.op == "force-delete"]
+        items += [_item(w.ref, False, "object", NOT_FORCED) for w in _unique(forced)]
         return items
 
     def _each(self, job: Callable[[Any], UndoItem], work: list[Any]) -> list[UndoItem]:

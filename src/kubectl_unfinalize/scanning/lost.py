@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import UnfinalizeError
 from ..kube.paging import ListQuery
-from ..lost_nodes import NODES, PODS, Node, judge
+from ..lost_nodes import NODES, PODS, by_name, judge
 from ..model import ObjectRef
 from .model import LostPod
 from .port import ScanCluster
@@ -20,7 +20,7 @@ def find(cluster: ScanCluster, lingering: list[tuple[str, str]], now: float, not
     if not lingering:
         return []
     try:
-        nodes = {n.name: n for page in cluster.list_objects(NODES, ListQuery()) for n in map(Node.of, page)}
+        nodes = by_name(cluster.list_objects(NODES, ListQuery()))
     except UnfinalizeError as exc:
         not_scanned.append(f"evidence: nodes: cannot tell which terminating pods are on a lost node: {exc}")
         return []

@@ -26,6 +26,7 @@ class FreeOptions:
     record: str | None = None
     command: str | None = None  # what the record's header says was run
     settle: bool = True  # a Terminating CRD whose objects are freed is waited on until it is gone
+    force_lost_pods: bool = False  # the pods scan finds held by a lost node, force-deleted (never implied)
 
     def __post_init__(self) -> None:
         check_cap(self.max_objects)
@@ -73,6 +74,7 @@ def free_options(
     dry_run: DryRun | str | None,
     max_objects: int | None,
     record: str | None,
+    force_lost_pods: bool = False,
 ) -> FreeOptions | None:
     """scan()'s keywords of free=True; given without it they are refused, not ignored."""
     if not free:
@@ -85,13 +87,16 @@ def free_options(
             "dry_run": dry_run not in (None, "none", DryRun.NONE),
             "max_objects": max_objects is not None,
             "record": record is not None,
+            "force_lost_pods": force_lost_pods,
         }
         given = [name for name, value in asked.items() if value]
         if given:
             raise InputError(f"{', '.join(given)}: only with free=True (scan reads only)")
         return None
     scope = Scope(_tuple(namespaces), _tuple(groups), _tuple(finalizers), _tuple(exclude_namespaces))
-    return FreeOptions(scope, include_blocked, DryRun.parse(dry_run), max_objects, record)
+    return FreeOptions(
+        scope, include_blocked, DryRun.parse(dry_run), max_objects, record, force_lost_pods=force_lost_pods
+    )
 
 
 def _tuple(values: Sequence[str]) -> tuple[str, ...]:

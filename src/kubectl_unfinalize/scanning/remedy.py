@@ -27,6 +27,11 @@ deletes it again (engine/revival.py).
 A stuck Terminating CRD that no group of objects explains (objects without finalizers,
 a dead conversion webhook) gets `crd NAME --delete`, as its printed command.
 
+Pods a lost node holds (no finalizer holds them) are force-deleted only when asked
+(`force_lost_pods`, scan --free --force-lost-pods), as `pods NAME... -n NS
+--force-lost-pods`: each judged again before its delete. The janitor and the pytest
+plugin never ask.
+
 `settle`: a Terminating CRD whose objects are freed is also waited on until it is gone
 (`delete=True` on a CRD already being deleted, its objects only touched if being
 deleted), so what comes next (a session's fixtures) can create it again: a CRD left
@@ -112,6 +117,7 @@ class Call:
     delete: bool = False
     groups: tuple[Group, ...] = field(default=(), compare=False)
     only_terminating: bool = True  # False only for what a namespace that is gone left
+    force_lost_pods: bool = False  # the named pods, held by a lost node, are force-deleted
 
     def options(self, dry_run: DryRun, chunk_size: int) -> Options:
         """The Options unfinalize(...) builds for this call."""
@@ -122,6 +128,7 @@ class Call:
             finalizers=self.finalizers,
             dry_run=dry_run,
             chunk_size=chunk_size,
+            force_lost_pods=self.force_lost_pods,
         )
 
 
@@ -135,7 +142,12 @@ def freeable(group: Group, scope: Scope, grace: float, include_blocked: bool = F
 
 
 def plan(
-    report: ScanReport, scope: Scope, grace: float, settle: bool = False, include_blocked: bool = False
+    report: ScanReport,
+    scope: Scope,
+    grace: float,
+    settle: bool = False,
+    include_blocked: bool = False,
+    force_lost_pods: bool = False,
 ) -> list[Call]:
     by_resource: dict[str, list[Group]] = {}
     orphaned: dict[str, list[Group]] = {}
@@ -158,7 +170,23 @@ def plan(
         if crd.stuck and crd.name not in explained and not scope.narrowed and scope.covers_crd(crd):
             if not scope.finalizers:
                 calls.append(Call(Selection(crds=(crd.name,)), crd.name, delete=True))
-    return calls
+    return calls + (_lost_pods(report, scope) if force_lost_pods else [])
+
+
+def _lost_pods(report: ScanReport, scope: Scope) -> list[Call]:
+    """The pods a lost node holds, in scope (a group or finalizer scope leaves them out: no
+    finalizer holds them), one call per namespace, named: each is judged again before its
+    force delete."""
+    if scope.groups or scope.finalizers:
+        return []
+    by_namespace: dict[str, list[str]] = {}
+    for pod in report.lost_pods:
+        if scope.namespace(pod.namespace):
+            by_namespace.setdefault(pod.namespace, []).append(pod.name)
+    return [
+        Call(Selection(resource="pods", names=tuple(names)), "pods", namespace=ns, force_lost_pods=True)
+        for ns, names in sorted(by_namespace.items())
+    ]
 
 
 def _namespaces(report: ScanReport, scope: Scope, grace: float, include_blocked: bool) -> list[Call]:
