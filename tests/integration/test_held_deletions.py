@@ -318,7 +318,8 @@ def test_a_pod_on_a_node_silent_for_two_days_is_named_and_the_taint_remedy_ends_
     [held] = json.loads(scan.stdout)["lostPods"]
     assert (held["namespace"], held["name"], held["node"]) == (ns, "web-0", "lost-node"), held
     assert held["silentSeconds"] >= 2 * 86400 and "kubelet has been silent for 2d" in held["reason"]
-    [remedy] = held["commands"]
+    remedy, force = held["commands"]
+    assert force == f"kubectl unfinalize pods web-0 -n {ns} --force-lost-pods"  # test_force_lost_pods_... runs one
     assert remedy == "kubectl taint nodes lost-node node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
     text = tool("scan", "-n", ns)
     assert f"remedy, once the node is known to be down: {remedy}" in text.stdout, text.stdout
@@ -371,7 +372,8 @@ def test_force_lost_pods_ends_what_a_lost_node_holds_and_never_touches_a_pod_on_
     assert not _pod_gone(api, "held-b", "held-b-0")  # on a Ready node: left to its kubelet
     time.sleep(1)  # the other three past their grace period
 
-    named = tool("pods", "held-c-0", "-n", "held-c", "--force-lost-pods")
+    [printed] = [p["commands"][1] for p in json.loads(tool("scan", "-n", "held-c", "-o", "json").stdout)["lostPods"]]
+    named = tool(*shlex.split(printed)[2:])  # the command scan printed for it
     assert _pod_gone(api, "held-c", "held-c-0"), named.stdout + named.stderr
     history = tool("history", "--last")
     assert "force-deleted" in history.stdout, history.stdout + history.stderr

@@ -59,7 +59,8 @@ def test_pods_on_a_lost_node_are_named_with_the_node_and_the_remedy_and_fail_the
         ("db-0", "gone", None),
         ("web-0", "lost-1", 2 * DAY),
     ]
-    assert report.lost_pods[1].commands == [REMEDY.format("lost-1")]
+    force = "kubectl unfinalize pods web-0 -n shop --force-lost-pods"
+    assert report.lost_pods[1].commands == [REMEDY.format("lost-1"), force]
     assert report.exit_status is ExitStatus.FAILED and not report.ok
     document = report.to_dict()
     jsonschema.validate(document, SCHEMA)
@@ -70,11 +71,12 @@ def test_pods_on_a_lost_node_are_named_with_the_node_and_the_remedy_and_fail_the
         "silentSeconds": 2 * DAY,
         "overdueSeconds": 120.0,
         "reason": "",
-        "commands": [REMEDY.format("lost-1")],
+        "commands": [REMEDY.format("lost-1"), force],
     }
     text = render(report, "text")
     assert "POD (on a lost node)" in text and "shop/web-0" in text and "2d" in text
     assert f"remedy, once the node is known to be down: {REMEDY.format('lost-1')}" in text
+    assert f"or force-delete it: {force}" in text
     assert "on a partitioned node the containers may still run" in text
     summary = list(stderr_lines(report))
     assert any("2 on a lost node" in line for line in summary), summary

@@ -151,8 +151,8 @@ def _lost_pod_lines(report: ScanReport) -> Iterator[str]:
     for pod in report.lost_pods:
         silent = "gone" if pod.silent is None else ago(pod.silent)
         yield f"{pod.namespace + '/' + pod.name:<{width}} {pod.node:<20} {silent:<7} {pod.reason}"
-        for command in pod.commands:
-            yield f"      remedy, once the node is known to be down: {command}"
+        for said, command in zip(("remedy, once the node is known to be down", "or force-delete it"), pod.commands):
+            yield f"      {said}: {command}"
     yield f"      warning: {LOST}"
 
 

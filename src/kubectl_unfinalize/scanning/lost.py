@@ -8,7 +8,9 @@ from __future__ import annotations
 from ..errors import UnfinalizeError
 from ..kube.paging import ListQuery
 from ..lost_nodes import NODES, PODS, by_name, judge
+from ..lost_nodes import LostPod as Held
 from ..model import ObjectRef
+from .commands import PREFIX
 from .model import LostPod
 from .port import ScanCluster
 
@@ -33,6 +35,11 @@ def find(cluster: ScanCluster, lingering: list[tuple[str, str]], now: float, not
         held = judge(pod, nodes, now) if pod else None
         if held is not None:
             found.append(
-                LostPod(held.namespace, held.name, held.node, held.silent, held.overdue, held.reason, [held.remedy])
+                LostPod(held.namespace, held.name, held.node, held.silent, held.overdue, held.reason, _commands(held))
             )
     return found
+
+
+def _commands(held: Held) -> list[str]:
+    """Kubernetes' remedy first; then the tool's force delete of that pod alone."""
+    return [held.remedy, f"{PREFIX} pods {held.name} -n {held.namespace} --force-lost-pods"]
