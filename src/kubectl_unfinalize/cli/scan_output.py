@@ -27,6 +27,7 @@ LOST = (
     "no finalizer holds these pods: their kubelet must confirm they stopped; on a partitioned node the containers"
     " may still run, and a StatefulSet could then run two pods of one identity"
 )
+LOST_COMMANDS = ("remedy, once the node is known to be down", "or force-delete it")
 SILENT = (
     "its controller shows a sign of life: scan --free leaves it; free it only if you know the controller"
     " will not finish (a live controller may be backing off a failing cleanup)"
@@ -151,7 +152,7 @@ def _lost_pod_lines(report: ScanReport) -> Iterator[str]:
     for pod in report.lost_pods:
         silent = "gone" if pod.silent is None else ago(pod.silent)
         yield f"{pod.namespace + '/' + pod.name:<{width}} {pod.node:<20} {silent:<7} {pod.reason}"
-        for said, command in zip(("remedy, once the node is known to be down", "or force-delete it"), pod.commands):
+        for said, command in zip(LOST_COMMANDS, pod.commands, strict=False):  # an older document may hold one
             yield f"      {said}: {command}"
     yield f"      warning: {LOST}"
 
