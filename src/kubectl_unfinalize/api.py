@@ -58,6 +58,7 @@ def unfinalize(
     remove_dead_webhooks: bool = False,
     unsafe_delete_corrupt: bool = False,
     force_lost_pods: bool = False,
+    with_dependents: bool = False,
     backup: bool = False,
     max_objects: int | None = None,
     record: str | None = None,
@@ -106,6 +107,9 @@ def unfinalize(
     unreadable from storage, skipping their finalizers and admission (not undoable).
     force_lost_pods=True force-deletes (gracePeriodSeconds=0) the selected pods held by a
     lost node (lost_nodes.py), after one warning (not undoable); never implied.
+    with_dependents=True: a selected owner held by foregroundDeletion has its blocking
+    dependents freed of the finalizers scan judges stuck (a live controller's stay, named),
+    and is waited on until the garbage collector deletes it.
     """
     selection = Selection(
         crds=tuple(crds),
@@ -138,6 +142,7 @@ def unfinalize(
         remove_dead_webhooks=remove_dead_webhooks,
         unsafe_delete_corrupt=unsafe_delete_corrupt,
         force_lost_pods=force_lost_pods,
+        with_dependents=with_dependents,
         backup=backup,
         max_objects=max_objects,
     )
@@ -189,8 +194,21 @@ def run(
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
         header = Header(command, transport.context, transport.host, selection, options)
         with recorded(record, header, on_warning or _warn, options.dry_run, options.backup) as recording:
+            judge = None
+            if options.with_dependents:
+                from . import dependent_verdicts  # scan's modules: imported by a run that asks alone
+
+                judge = dependent_verdicts.judge(transport, cluster.deadline, options)
             engine = Engine(
-                cluster, options, cluster.deadline, on_outcome, on_progress, retain, on_warning, recording.journal
+                cluster,
+                options,
+                cluster.deadline,
+                on_outcome,
+                on_progress,
+                retain,
+                on_warning,
+                recording.journal,
+                judge,
             )
             report = engine.run(targets, skipped=targets.missing)
             recording.count(report_counts(report))

@@ -136,6 +136,9 @@ class Options:
     # opt-in, never implied: force-delete (gracePeriodSeconds=0) the selected pods held by a
     # lost node (lost_nodes.py), as kubectl delete --force does
     force_lost_pods: bool = False
+    # an owner held by foregroundDeletion: its blocking dependents freed of the finalizers a
+    # dead controller holds (judged by scan's evidence), and the owner waited on
+    with_dependents: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dry_run", DryRun.parse(self.dry_run))

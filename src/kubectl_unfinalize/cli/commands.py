@@ -239,6 +239,7 @@ def _options(args: argparse.Namespace) -> Options:
         remove_dead_webhooks=args.remove_dead_webhooks,
         unsafe_delete_corrupt=args.unsafe_delete_corrupt,
         force_lost_pods=args.force_lost_pods,
+        with_dependents=args.with_dependents,
         backup=args.backup,
         max_objects=args.max_objects,
     )

@@ -147,6 +147,14 @@ def build_parser(prog: str = "kubectl unfinalize") -> argparse.ArgumentParser:
         "unsafe-delete-ignore-read-errors. Recorded, and not undoable. Never implied, and never used by scan --free",
     )
     act.add_argument(
+        "--with-dependents",
+        action="store_true",
+        help="a selected owner held by foregroundDeletion (deleted with propagationPolicy=Foreground) waits for "
+        "its dependents with blockOwnerDeletion: free those dependents of the finalizers scan judges stuck (a "
+        "controller that shows no sign of life), and wait for the garbage collector to delete the owner. A live "
+        "controller's finalizer stays, and the dependent is named with why. Recorded and undoable like any run",
+    )
+    act.add_argument(
         "--force-lost-pods",
         action="store_true",
         help="force-delete (gracePeriodSeconds=0, as kubectl delete --force) the selected pods held by a lost node: "

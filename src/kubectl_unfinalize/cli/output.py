@@ -35,8 +35,11 @@ def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) ->
     if outcome.action is Action.DELETING:
         return None  # hundreds of a provider's CRDs: one grouped line in the summary (deleting_line)
     verb = _VERBS[outcome.action]
+    said = outcome.message and (outcome.action in _EXPLAINED or outcome.action == Action.DELETED)  # a removed webhook
     if outcome.action == Action.GONE and outcome.message == "not found":
         verb = "not found (skipped)"
+    elif outcome.action == Action.GONE and outcome.message not in ("", "already gone"):
+        verb, said = "gone", True  # by whom, or how: the owner the collector deleted once its dependents went
     details = []
     if outcome.namespace:
         details.append(f"namespace {outcome.namespace}")
@@ -48,7 +51,7 @@ def outcome_line(outcome: Outcome, output: str = "text", color: bool = False) ->
     text = f"{outcome.ref} {verb}"
     if details:
         text += f" ({'; '.join(details)})"
-    if outcome.message and (outcome.action in _EXPLAINED or outcome.action == Action.DELETED):  # a removed webhook
+    if said:
         text += f": {outcome.message}"
     text += _DRY[outcome.dry_run]
     if color and outcome.action in _COLORS:

@@ -22,6 +22,7 @@ NOT_FOR_SCAN = {
     "only_terminating": "--only-terminating",
     "remove_dead_webhooks": "--remove-dead-webhooks",
     "unsafe_delete_corrupt": "--unsafe-delete-corrupt",
+    "with_dependents": "--with-dependents",
     "interactive": "-i",
 }
 

@@ -9,10 +9,9 @@ passes, catching objects created or cascade-deleted meanwhile. Many CRDs are one
 (crds): their lists run at once, each CRD is deleted as soon as its own instances are
 done, and the wait reads them all with one list of CRDs per poll.
 
-Containment: whatever fails on one object or CRD becomes its outcome and the rest goes on;
-run() raises only for a permission missing before the first write. Credentials the API
-server rejects for good end the run's deadline (kube.transport), and the Report carries
-the error (stopped_by) beside what was done.
+Containment: what fails on one object or CRD becomes its outcome and the rest goes on; run()
+raises only for a permission missing before the first write. Credentials rejected for good
+end the deadline (kube.transport); the Report's stopped_by says so beside what was done.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from ..journal import NO_JOURNAL, Journal
 from ..kube.port import Cluster, PlumbedCluster
 from ..model import Action, ObjectRef, Progress, Report, Targets, namespace_ref
 from ..options import DryRun, Options
-from . import diagnose, lasting, namespace_reads, object_sweep, owners
+from . import dependents, diagnose, lasting, namespace_reads, object_sweep
 from .admission import Admission
 from .background import Gate
 from .cap import Cap, over_cap
@@ -81,15 +80,17 @@ class Engine:
         retain: bool = True,
         on_warning: Callable[[str], None] | None = None,
         journal: Journal = NO_JOURNAL,
+        judge: dependents.Judge | None = None,  # --with-dependents: which of a dependent's finalizers may go
     ) -> None:
         self.cluster = cluster
+        self._judge = judge
         self.options = options
         self.deadline = deadline
         self.book = OutcomeBook(options.dry_run, on_outcome, retain)
         self.cap = Cap(options.max_objects)
         writes = Writes(cluster, journal, self.cap)  # every write: capped, recorded (and guarded)
         self.admission = Admission(cluster, writes, options, self.book)
-        run = RunContext(cluster, writes.guarded(self.admission), options, self.book, deadline)
+        self._context = run = RunContext(cluster, writes.guarded(self.admission), options, self.book, deadline)
         self.sightings = Sightings()
         self.gate = Gate()  # started by run(): the RBAC preflight
         self.revivals = Revivals(run, warn := on_warning or (lambda _: None))
@@ -99,7 +100,8 @@ class Engine:
         self.namespaces = NamespaceSweep(run, self.freer, self.sightings, unreadable, lost)
         self.objects = ObjectSweep(run, self.freer, unreadable, lost)
         start = options.concurrency if cluster.far() else START
-        self.pacing = Pacing(options.concurrency, start, load=self._in_flight)  # a refusal's cut starts there
+        # a refusal's cut starts there
+        self.pacing = Pacing(options.concurrency, start, load=lambda: self.workers.in_flight_now())
         bulk_only = self.freer.bulk_writes and not options.delete  # --delete: most writes go to the workers
         self.workers = Workers(
             options.concurrency,
@@ -284,9 +286,6 @@ class Engine:
         for obj in pending.objects:
             yield self.objects.job(obj)
 
-    def _in_flight(self) -> int:
-        return self.workers.in_flight_now()
-
     def _progress(self, there: list[CrdState]) -> None:
         """Objects done of those found; with --delete, the CRDs deleted and gone too (`there`:
         the CRDs not known to be gone yet). A provider's hundreds of CRDs take longer than
@@ -309,7 +308,7 @@ class Engine:
             check = FinalCheck(self.cluster, self.options, self.book, self.sightings, self.workers)
             crds = [state.crd.resource for state in pending.crds]
             check.run(crds, self.namespaces.live_lists, [o.ref for o in pending.objects])
-            owners.report(self.cluster, self.book, list(self.sightings.owners.values()), self.deadline)
+            dependents.settle(self._context, self.admission, self.sightings, self.revivals, self.gate, self._judge)
         except UnfinalizeError as exc:
             report.error = f"cannot check whether finalizers came back: {exc}"
         terminating = [n for n in pending.spaces if n.terminating]

@@ -30,8 +30,17 @@ SETTLE = 10.0  # seconds an owner with no dependent left is given to go
 COLLECTOR = f"the garbage collector ({KCM})"
 
 
-def report(cluster: Cluster, book: OutcomeBook, owners: list[ObjectMeta], deadline: Deadline) -> None:
-    """Name what holds each owner still held by foregroundDeletion (a BLOCKING outcome)."""
+def report(
+    cluster: Cluster,
+    book: OutcomeBook,
+    owners: list[ObjectMeta],
+    deadline: Deadline,
+    settle: float = SETTLE,
+    said_gone: bool = False,
+) -> None:
+    """Name what holds each owner still held by foregroundDeletion (a BLOCKING outcome).
+    `said_gone` (--with-dependents, which freed their dependents): an owner that went while
+    it was waited on is said gone, as the read that found it gone saw."""
     types: list[Resource] | None = None
     for owner in owners[:KEPT]:
         try:
@@ -41,13 +50,31 @@ def report(cluster: Cluster, book: OutcomeBook, owners: list[ObjectMeta], deadli
             if types is None:
                 types = namespace_reads.discover(cluster).resources
             dependents = _dependents(cluster, types, owner)
-            if not dependents and (now := _settled(cluster, owner, deadline)) is None:
+            if not dependents and (now := _settled(cluster, owner, deadline, settle)) is None:
+                if said_gone:
+                    book.add(owner.ref, Action.GONE, message=f"deleted by {COLLECTOR} once its dependents went")
                 continue
         except UnfinalizeError as exc:
             message = f"held by {FOREGROUND}; cannot tell which dependents hold it: {exc}"
             book.add(owner.ref, Action.BLOCKING, owner.finalizers, message, aspect=STILL_BLOCKING)
             continue
         book.add(owner.ref, Action.BLOCKING, now.finalizers, _said(dependents), aspect=STILL_BLOCKING)
+
+
+def dependents_of(cluster: Cluster, owners: list[ObjectMeta]) -> list[ObjectMeta]:
+    """The dependents that block the owners still held by foregroundDeletion (each once):
+    what --with-dependents judges and frees."""
+    found: dict[str, ObjectMeta] = {}
+    types: list[Resource] | None = None
+    for owner in owners[:KEPT]:
+        try:
+            if _held(cluster, owner) is None:
+                continue
+            types = types if types is not None else namespace_reads.discover(cluster).resources
+            found.update((m.uid, m) for m in _dependents(cluster, types, owner))
+        except UnfinalizeError:
+            continue  # report() names it, with what failed
+    return list(found.values())
 
 
 def _held(cluster: Cluster, owner: ObjectMeta) -> ObjectMeta | None:
@@ -57,9 +84,9 @@ def _held(cluster: Cluster, owner: ObjectMeta) -> ObjectMeta | None:
     return now
 
 
-def _settled(cluster: Cluster, owner: ObjectMeta, deadline: Deadline) -> ObjectMeta | None:
-    """The owner if it is still held after SETTLE seconds (within the deadline), else None."""
-    until = time.monotonic() + min(SETTLE, max(0.0, deadline.remaining()))
+def _settled(cluster: Cluster, owner: ObjectMeta, deadline: Deadline, settle: float) -> ObjectMeta | None:
+    """The owner if it is still held after `settle` seconds (within the deadline), else None."""
+    until = time.monotonic() + min(settle, max(0.0, deadline.remaining()))
     while (now := _held(cluster, owner)) is not None and time.monotonic() < until:
         time.sleep(0.5)
     return now
