@@ -400,43 +400,40 @@ def test_with_dependents_frees_a_dead_controllers_dependent_and_the_owner_goes_n
     from crs import create
     from kubernetes.client import CoreV1Api, CustomObjectsApi
 
-    keepers, ns = make_crd(kind="Keeper"), "chain-deps"
+    keepers, guards, ns = make_crd(kind="Keeper"), make_crd(kind="Guard"), "chain-deps"
     dead, live = "dead.unfinalize.test/cleanup", "live.unfinalize.test/cleanup"
     core, custom = CoreV1Api(api), CustomObjectsApi(api)
     core.create_namespace({"metadata": {"name": ns}})
-    for owner_name, child, finalizer, manager in (
-        ("gone-op", "child", dead, "dead-operator"),
-        ("live-op", "kept", live, "live-operator"),
+    for crd, child, finalizer, manager in (
+        (keepers, "child", dead, "dead-operator"),
+        (guards, "kept", live, "live-operator"),
     ):
-        owner = create(api, keepers, owner_name, ns)
-        reference = {"apiVersion": f"{keepers.group}/v1", "kind": "Keeper", "name": owner_name}
+        owner = create(api, crd, "owner", ns)
+        reference = {"apiVersion": f"{crd.group}/v1", "kind": crd.kind, "name": "owner"}
         reference |= {"uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}
         body = {"metadata": {"name": child, "finalizers": [finalizer], "ownerReferences": [reference]}}
         core.create_namespaced_config_map(ns, body, field_manager=manager)
         custom.delete_namespaced_custom_object(
-            keepers.group, "v1", ns, keepers.plural, owner_name, body={"propagationPolicy": "Foreground"}
+            crd.group, "v1", ns, crd.plural, "owner", body={"propagationPolicy": "Foreground"}
         )
     for child in ("child", "kept"):
         _wait(
             f"the collector to delete {child}",
             lambda child=child: core.read_namespaced_config_map(child, ns).metadata.deletion_timestamp,
         )
-    read = lambda name: lambda: custom.get_namespaced_custom_object(keepers.group, "v1", ns, keepers.plural, name)  # noqa: E731
+    read = lambda crd: lambda: custom.get_namespaced_custom_object(crd.group, "v1", ns, crd.plural, "owner")  # noqa: E731
 
-    freed = tool(keepers.plural, "gone-op", "-n", ns, "--with-dependents", "--timeout", "100s")
+    freed = tool("crd", keepers.name, "--with-dependents", "--timeout", "100s")
     said = freed.stdout + freed.stderr
     assert freed.returncode == 0, said
     assert f"configmap/child unfinalized (namespace {ns}; removed {dead})" in said, said
-    assert (
-        f"{keepers.kind.lower()}.{keepers.group}/gone-op gone (namespace {ns}): deleted by the garbage collector"
-        in said
-    ), said
-    assert _gone(read("gone-op")) and _gone(lambda: core.read_namespaced_config_map("child", ns))
+    assert f"keeper.{keepers.group}/owner gone (namespace {ns}): deleted by the garbage collector" in said, said
+    assert _gone(read(keepers)) and _gone(lambda: core.read_namespaced_config_map("child", ns))
     undo = tool("history", "--last")
     assert "configmap/child" in undo.stdout and "unfinalized" in undo.stdout, undo.stdout + undo.stderr
 
     _renewed_lease(api, ns, "live-operator")  # its controller shows a sign of life
-    left = tool(keepers.plural, "live-op", "-n", ns, "--with-dependents", "--timeout", "30s")
+    left = tool(guards.plural, "owner", "-n", ns, "--with-dependents", "--timeout", "30s")
     said = left.stdout + left.stderr
     assert left.returncode == 1, said
     expected = (
@@ -445,4 +442,4 @@ def test_with_dependents_frees_a_dead_controllers_dependent_and_the_owner_goes_n
     )
     assert expected in said, said
     assert core.read_namespaced_config_map("kept", ns).metadata.finalizers == [live]
-    assert not _gone(read("live-op"))
+    assert not _gone(read(guards))
