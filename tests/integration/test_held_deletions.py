@@ -443,3 +443,53 @@ def test_with_dependents_frees_a_dead_controllers_dependent_and_the_owner_goes_n
     assert expected in said, said
     assert core.read_namespaced_config_map("kept", ns).metadata.finalizers == [live]
     assert not _gone(read(guards))
+
+
+def _orphaned_owner(api, ns: str) -> None:
+    from kubernetes.client import CoreV1Api, V1DeleteOptions
+
+    core = CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "child", "ownerReferences": [reference]}})
+    core.delete_namespaced_config_map("owner", ns, body=V1DeleteOptions(propagation_policy="Orphan"))
+
+
+def test_an_owner_held_by_orphan_is_waited_on_and_named_when_the_collector_cannot_finish(plane, api, tool):
+    from kubernetes.client import AdmissionregistrationV1Api, CoreV1Api
+
+    core, admission = CoreV1Api(api), AdmissionregistrationV1Api(api)
+    _orphaned_owner(api, "orphan-ok")
+    done = tool("configmaps", "owner", "-n", "orphan-ok", "--timeout", "30s")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _gone(lambda: core.read_namespaced_config_map("owner", "orphan-ok"))
+    assert not core.read_namespaced_config_map("child", "orphan-ok").metadata.owner_references  # orphaned, kept
+
+    refused = {  # the collector's update of the dependent is refused: a webhook whose backend is gone
+        "name": "refuse.unfinalize.test",
+        "clientConfig": {"url": "https://127.0.0.1:1/refuse"},
+        "rules": [{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "orphan-stalled"}},
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 1,
+    }
+    webhook = {"metadata": {"name": "refuse-orphaning"}, "webhooks": [refused]}
+    admission.create_validating_webhook_configuration(webhook)
+    try:
+        _orphaned_owner(api, "orphan-stalled")
+        held = tool("configmaps", "owner", "-n", "orphan-stalled", "--timeout", "30s")
+        said = held.stdout + held.stderr
+        assert held.returncode == 1, said
+        assert "configmap/owner still blocking (namespace orphan-stalled; finalizers orphan): held by orphan" in said
+        assert "is the garbage collector running, and may it update the dependents" in said, said
+        assert core.read_namespaced_config_map("owner", "orphan-stalled").metadata.finalizers == ["orphan"]
+    finally:
+        admission.delete_validating_webhook_configuration("refuse-orphaning")
+    _wait(
+        "the collector to finish once it may",
+        lambda: _gone(lambda: core.read_namespaced_config_map("owner", "orphan-stalled")),
+        120,
+    )

@@ -81,3 +81,19 @@ def test_blocking_references_are_read_from_the_metadata():
     )
     assert meta.blocks == ("a",)
     assert ObjectMeta.from_dict(CONFIGMAPS, {"metadata": {"name": "d"}}).blocks == ()
+
+
+def test_an_owner_held_by_orphan_that_stays_names_the_garbage_collector_and_its_dependents_are_left(monkeypatch):
+    monkeypatch.setattr(owners, "SETTLE", 0.2)
+    cluster = FakeCluster()
+    owner = cluster.add("owner", ["orphan"])
+    cluster.objects[owner].terminating = True
+    child = cluster.add("child", [DEAD], resource=CONFIGMAPS)
+    cluster.objects[child].blocks = (cluster.objects[owner].uid,)
+    report = run_engine(cluster)
+    [held] = [o for o in report.outcomes if o.action is Action.BLOCKING]
+    assert held.name == "owner" and held.finalizers == ["orphan"], held
+    assert held.message.startswith("held by orphan (deleted with propagationPolicy=Orphan): the garbage collector")
+    assert "is the garbage collector running" in held.message
+    owner_meta = cluster.get_meta(owner)
+    assert owners.dependents_of(cluster, [owner_meta]) == []  # an orphaned owner's dependents are kept, not freed

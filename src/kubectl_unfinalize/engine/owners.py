@@ -1,4 +1,4 @@
-"""Owners held by foregroundDeletion. An owner deleted with propagationPolicy=Foreground
+"""Owners held by foregroundDeletion or orphan. An owner deleted with propagationPolicy=Foreground
 (`kubectl delete --cascade=foreground`, Argo CD's default) carries that finalizer until the
 garbage collector has seen every dependent with blockOwnerDeletion go; the tool leaves it to
 the collector, so a run that selected such an owner would otherwise end without saying why
@@ -8,7 +8,10 @@ namespace, or in any namespace under a cluster-scoped owner), and named with wha
 each and the command that frees them. Reads only.
 
 An owner with no dependent left is given a few seconds to go: the collector removes the
-finalizer moments after the last dependent goes, often during this very run.
+finalizer moments after the last dependent goes, often during this very run. An owner held
+by `orphan` (propagationPolicy=Orphan) is given the same time: the collector removes it
+once it has taken the owner out of its dependents' ownerReferences; still there, the
+collector is named.
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ from ..kube.port import Cluster
 from ..model import STILL_BLOCKING, Action, ObjectMeta, Resource
 from . import namespace_reads
 from .outcomes import OutcomeBook
-from .sightings import FOREGROUND, KEPT
+from .sightings import FOREGROUND, KEPT, ORPHAN
 
 SHOWN = 5  # dependents named per owner
 SETTLE = 10.0  # seconds an owner with no dependent left is given to go
 COLLECTOR = f"the garbage collector ({KCM})"
+ORPHANING = (
+    f"held by {ORPHAN} (deleted with propagationPolicy=Orphan): {COLLECTOR} removes it once it has taken this owner"
+    " out of its dependents' ownerReferences, and has not: is the garbage collector running, and may it update"
+    " the dependents (an admission webhook that refuses it)? This tool never removes it unless --finalizer names it"
+)
 
 
 def report(
@@ -35,17 +43,22 @@ def report(
     book: OutcomeBook,
     owners: list[ObjectMeta],
     deadline: Deadline,
-    settle: float = SETTLE,
+    settle: float | None = None,
     said_gone: bool = False,
 ) -> None:
     """Name what holds each owner still held by foregroundDeletion (a BLOCKING outcome).
     `said_gone` (--with-dependents, which freed their dependents): an owner that went while
     it was waited on is said gone, as the read that found it gone saw."""
     types: list[Resource] | None = None
+    settle = SETTLE if settle is None else settle
     for owner in owners[:KEPT]:
         try:
             now = _held(cluster, owner)
             if now is None:
+                continue
+            if FOREGROUND not in now.finalizers:  # orphan: no dependent blocks it, the collector alone
+                if (now := _settled(cluster, owner, deadline, settle)) is not None:
+                    book.add(owner.ref, Action.BLOCKING, now.finalizers, ORPHANING, aspect=STILL_BLOCKING)
                 continue
             if types is None:
                 types = namespace_reads.discover(cluster).resources
@@ -68,8 +81,8 @@ def dependents_of(cluster: Cluster, owners: list[ObjectMeta]) -> list[ObjectMeta
     types: list[Resource] | None = None
     for owner in owners[:KEPT]:
         try:
-            if _held(cluster, owner) is None:
-                continue
+            if (now := _held(cluster, owner)) is None or FOREGROUND not in now.finalizers:
+                continue  # gone, or held by orphan: its dependents are kept, not freed
             types = types if types is not None else namespace_reads.discover(cluster).resources
             found.update((m.uid, m) for m in _dependents(cluster, types, owner))
         except UnfinalizeError:
@@ -79,7 +92,7 @@ def dependents_of(cluster: Cluster, owners: list[ObjectMeta]) -> list[ObjectMeta
 
 def _held(cluster: Cluster, owner: ObjectMeta) -> ObjectMeta | None:
     now = cluster.get_meta(owner.ref)
-    if now is None or now.uid != owner.uid or FOREGROUND not in now.finalizers:
+    if now is None or now.uid != owner.uid or not (FOREGROUND in now.finalizers or ORPHAN in now.finalizers):
         return None
     return now
 

@@ -1,6 +1,6 @@
 """What one run saw and freed, kept in memory for the run's own end: the report's count
 of objects scanned, where the final check looks for finalizers that came back, and the
-owners held by foregroundDeletion the run's end names the dependents of (owners.py)."""
+owners held by foregroundDeletion or orphan the run's end waits on and names (owners.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections import Counter
 from ..model import ObjectMeta, ObjectRef, Resource
 
 FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"  # propagationPolicy=Orphan: the collector takes the owner out of its dependents, then lets it go
 KEPT = 20  # owners followed per run (owners.py names what holds each)
 
 
@@ -25,12 +26,16 @@ class Sightings:
         self.live: dict[str, tuple[ObjectRef, str]] = {}
         self.live_places: Counter[tuple[Resource, str | None]] = Counter()  # how many in each (type, namespace)
         self.first_live: float | None = None  # when the first of them was freed
-        self.owners: dict[str, ObjectMeta] = {}  # uid -> an object held by foregroundDeletion, being deleted
+        self.owners: dict[str, ObjectMeta] = {}  # uid -> held by foregroundDeletion or orphan, being deleted
         self._lock = threading.Lock()
 
     def saw(self, meta: ObjectMeta) -> None:
         self.seen.add(meta.uid)
-        if meta.terminating and FOREGROUND in meta.finalizers and len(self.owners) < KEPT:
+        if (
+            meta.terminating
+            and (FOREGROUND in meta.finalizers or ORPHAN in meta.finalizers)
+            and len(self.owners) < KEPT
+        ):
             self.owners[meta.uid] = meta  # a dict's item assignment needs no lock
 
     def freed_live(self, meta: ObjectMeta, version: str) -> None:
