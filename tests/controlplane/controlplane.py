@@ -246,6 +246,14 @@ class ControlPlane:
                 time.sleep(down_seconds)
             self.start_apiserver(timeout=timeout)
 
+    def restart_controller_manager(self) -> None:
+        """Stop kube-controller-manager and start it again with the same argv: its
+        controllers start over, as after a leader change (the garbage collector then waits
+        for every type's informer before it processes anything, before 1.32)."""
+        proc = self._process("kube-controller-manager")
+        proc.stop(STOP_TIMEOUT)
+        proc.start()
+
     def log_tails(self, lines: int = 25) -> str:
         if self.workdir is None:
             return ""

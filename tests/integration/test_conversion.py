@@ -252,3 +252,66 @@ def test_a_delete_whose_remedy_is_forbidden_ends_at_once_with_one_failure(dead_c
     assert " failed: cannot list " in line and "cannot set spec.conversion.strategy to None: forbidden" in line
     assert re.search(r"\b1 failed\b", result.stderr + result.stdout), result.stderr
     print(f"--delete, remedy forbidden: exit 1 in {seconds:.1f}s, {lists} lists, no write applied")
+
+
+@pytest.fixture
+def dead_from_the_start(api_client, kubeconfig, namespace):
+    """A two-version CRD whose conversion webhook (a closed port) is there before its one
+    object, stored as v1: the garbage collector's metadata informer, which lists the
+    preferred version v2, never syncs. Teardown: conversion None, the CRD deleted."""
+    ext, custom = ApiextensionsV1Api(api_client), CustomObjectsApi(api_client)
+    group = f"t{secrets.token_hex(4)}.unfinalize.test"
+    crd = CrdInfo.of(group, "Stalling", versions=("v1", "v2"))
+    versions = [{"name": v, "served": True, "storage": v == "v1", "schema": SCHEMA} for v in crd.versions]
+    url = f"https://127.0.0.1:{closed_port()}/convert"
+    webhook = {"conversionReviewVersions": ["v1"], "clientConfig": {"url": url, "caBundle": cluster_ca(kubeconfig)}}
+    names = {"plural": crd.plural, "singular": "stalling", "kind": crd.kind, "listKind": crd.kind + "List"}
+    spec = {"group": group, "scope": "Namespaced", "names": names, "versions": versions}
+    spec["conversion"] = {"strategy": "Webhook", "webhook": webhook}
+    ext.create_custom_resource_definition({"metadata": {"name": crd.name}, "spec": spec})
+    try:
+        wait_until(f"{crd.name} to serve v1", lambda: _creates(api_client, crd, namespace))
+        wait_until("lists of v2 to fail on the webhook", lambda: list_fails(custom, crd, "v2"))
+        yield crd
+    finally:
+        _teardown(ext, custom, crd, namespace)
+
+
+def _orphan(core, namespace: str, name: str) -> None:
+    from kubernetes.client import V1DeleteOptions
+
+    owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": name}})
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": owner.metadata.uid}
+    body = {"metadata": {"name": f"{name}-child", "ownerReferences": [reference]}}
+    core.create_namespaced_config_map(namespace, body)
+    core.delete_namespaced_config_map(name, namespace, body=V1DeleteOptions(propagation_policy="Orphan"))
+
+
+def _still_there(core, namespace: str, name: str) -> bool:
+    try:
+        core.read_namespaced_config_map(name, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+@pytest.mark.core
+def test_the_garbage_collector_goes_on_beside_a_type_it_cannot_list_on_every_supported_release(
+    dead_from_the_start, control_plane, api_client, namespace
+):
+    """kubernetes/kubernetes#101078: a collector that started while a CRD's conversion
+    webhook failed its lists used to wait for that type's informer before it processed
+    anything, for good. On the releases the tool supports (this runs on the oldest too:
+    make test-version) it goes on: v1.36.3 waits 30 s ("not all resource monitors could be
+    synced, proceeding anyways"), v1.29.15 not at all. So the tool claims no stall of the
+    collector, and an owner that stays is named with the collector itself (owners.py)."""
+    from kubernetes.client import CoreV1Api
+
+    core = CoreV1Api(api_client)
+    control_plane.restart_controller_manager()
+    time.sleep(2)  # its garbage collector started, with the type it cannot list
+    _orphan(core, namespace, "owner")
+    wait_until("the collector to let the orphaned owner go", lambda: not _still_there(core, namespace, "owner"), 90)
+    assert core.read_namespaced_config_map("owner-child", namespace).metadata.owner_references is None
