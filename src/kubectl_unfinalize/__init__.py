@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import run, run_scan, scan, unfinalize
+    from .api import run, unfinalize
     from .errors import (
         ApiError,
         ClusterError,
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .record_api import history, read_record, undo
     from .records.model import RecordSummary, UndoItem, UndoReport
     from .records.reading import Record
+    from .scan_api import run_scan, scan
     from .scanning.model import Fix, Group, Manager, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
     from .scanning.remedy import Scope
@@ -75,8 +76,8 @@ __all__ = [
 _HOMES = {
     "unfinalize": "api",
     "run": "api",
-    "scan": "api",
-    "run_scan": "api",
+    "scan": "scan_api",
+    "run_scan": "scan_api",
     "ScanOptions": "scanning.options",
     "ScanReport": "scanning.report",
     "Group": "scanning.model",

@@ -1,4 +1,5 @@
-"""The public Python API. The command line is a thin layer over `run`.
+"""The public Python API. The command line is a thin layer over `run`; `scan()` is in
+scan_api.py, `history()` and `undo()` in record_api.py.
 
 Typical use, in an operator test suite's teardown after the operator has stopped::
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from .deadline import Deadline
 from .engine import Engine, OutcomeListener, ProgressListener
@@ -22,10 +22,6 @@ from .records.recorded import Header, recorded, report_counts
 from .resolve import resolve
 from .resolve.documents import declared_crds
 from .resolve.manifests import read_manifests
-
-if TYPE_CHECKING:
-    from .scanning.options import ScanOptions
-    from .scanning.report import ScanReport  # imported by scan() alone: a teardown never needs it
 
 Confirm = Callable[[Targets], bool]
 
@@ -193,7 +189,7 @@ def run(
                 return Report(dry_run=options.dry_run, skipped=list(targets.missing), aborted=True)
             cluster = cluster.bounded(Deadline(options.deadline_seconds, interrupt))  # asking is not the run's time
         header = Header(command, transport.context, transport.host, selection, options)
-        with recorded(record, header, on_warning or _warn, options.dry_run, options.backup) as recording:
+        with recorded(record, header, on_warning or warn, options.dry_run, options.backup) as recording:
             judge = None
             if options.with_dependents:
                 from . import dependent_verdicts  # scan's modules: imported by a run that asks alone
@@ -217,106 +213,11 @@ def run(
         return report
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """A warning of a Python caller's run (the command line prints its own)."""
     import warnings
 
     warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
-def scan(
-    *,
-    namespace: str | None = None,
-    include_live: bool = False,
-    older_than: float = 0.0,
-    grace: float | None = None,
-    wait: bool = False,
-    concurrency: int = 16,
-    chunk_size: int = 500,
-    timeout: float | None = None,
-    free: bool = False,
-    finalizers: Sequence[str] = (),
-    exclude_namespaces: Sequence[str] = (),
-    namespaces: Sequence[str] = (),
-    groups: Sequence[str] = (),
-    include_blocked: bool = False,
-    force_lost_pods: bool = False,
-    dry_run: DryRun | str | None = None,
-    max_objects: int | None = None,
-    record: str | None = None,
-    kubeconfig: str | None = None,
-    context: str | None = None,
-    connection: ConnectionOptions | None = None,
-    interrupt: threading.Event | None = None,
-) -> ScanReport:
-    """What is stuck: every object being deleted and still held by finalizers (in
-    `namespace`, or everywhere, cluster-scoped types and Terminating CRDs included),
-    grouped by finalizer and type, with its owner, the liveness evidence and the command
-    that frees it (stuck and pending ones). Reads only. For a test session's final check::
-
-        scan(kubeconfig=path, wait=True).raise_for_failure()
-
-    `older_than` (seconds) leaves out what has waited less; `grace` (seconds, default
-    scanning.evidence.GRACE) is how long after its deletion an object with no evidence
-    either way is `pending` rather than stuck (0 in a final check that runs after every
-    controller was stopped on purpose). `wait=True` scans again while something is
-    pending, until it is judged or gone (`report.waited` says how long; what is still
-    pending when the time is up stays in `report.pending`): `report.ok` is then "nothing
-    held" rather than "nothing judged yet". `include_live` also reports objects that have
-    finalizers and are not being deleted (never stuck). `timeout` (default 300 s) bounds
-    the whole call, the wait included. Raises ConfigError/ClusterError when the cluster
-    cannot be read at all; a type that cannot be listed is a line in `not_scanned`.
-
-    free=True frees what this scan judges stuck (scanning.remedy's rules: only objects
-    being deleted, only the stuck finalizers; `include_blocked` adds blocked groups; a
-    built-in controller's finalizer only when `finalizers` names it), in the scope of
-    `finalizers`, `namespaces` and `groups` (shell patterns of namespaces and API groups)
-    and `exclude_namespaces` (patterns), with one record (`record` as unfinalize's), then
-    scans again: the report is that second scan, `report.freed` what each call did and
-    `report.record` the record. `max_objects` refuses (InputError, nothing changed) when
-    all the calls together would change more; `dry_run` ("server", "client") frees nothing.
-    `force_lost_pods` also force-deletes the pods the scan finds held by a lost node.
-    """
-    from .scanning.evidence import GRACE
-    from .scanning.options import ScanOptions, free_options
-
-    options = ScanOptions(
-        namespace=namespace,
-        include_live=include_live,
-        older_than=older_than,
-        concurrency=concurrency,
-        chunk_size=chunk_size,
-        grace=GRACE if grace is None else grace,
-        timeout=timeout,
-        wait=wait,
-        free=free_options(
-            free,
-            namespaces=namespaces,
-            groups=groups,
-            finalizers=finalizers,
-            exclude_namespaces=exclude_namespaces,
-            include_blocked=include_blocked,
-            dry_run=dry_run,
-            max_objects=max_objects,
-            record=record,
-            force_lost_pods=force_lost_pods,
-        ),
-    )
-    connection = connection_of(connection, kubeconfig, context)
-    return run_scan(options, connection, interrupt=interrupt)
-
-
-def run_scan(
-    options: ScanOptions,
-    connection: ConnectionOptions,
-    *,
-    interrupt: threading.Event | None = None,
-    on_warning: Callable[[str], None] | None = None,
-) -> ScanReport:
-    """scan() over options already made (the command line makes them from its flags);
-    with options.free, the frees on the same connection, then a scan again (scan_free.py)."""
-    from .scan_free import scan_and_free
-
-    return scan_and_free(options, connection, interrupt, on_warning or _warn)
 
 
 def names(kind: str, connection: ConnectionOptions, *, namespace: str | None = None, limit: int = 500) -> list[str]:

@@ -49,13 +49,13 @@ def test_every_verb_can_be_interrupted_from_another_thread(monkeypatch):
     import inspect
     import threading
 
-    from kubectl_unfinalize import api, record_api
+    from kubectl_unfinalize import api, record_api, scan_api
 
     verbs = (
         api.unfinalize,
         api.run,
-        api.scan,
-        api.run_scan,
+        scan_api.scan,
+        scan_api.run_scan,
         record_api.history,
         record_api.read_record,
         record_api.undo,

@@ -15,7 +15,7 @@ import entry_points
 import pytest
 import yaml  # noqa: F401 - imported before pytester's in-process sessions, which drop modules they imported
 
-from kubectl_unfinalize import Action, FreedCall, Group, InputError, Outcome, Report, ScanReport, Scope, State, api
+from kubectl_unfinalize import Action, FreedCall, Group, InputError, Outcome, Report, ScanReport, Scope, State, scan_api
 from kubectl_unfinalize.scanning.remedy import plan
 
 pytest_plugins = ["pytester"]
@@ -116,7 +116,7 @@ class FakeApi:
 @pytest.fixture
 def cluster(tmp_path, monkeypatch, pytester):
     fake = FakeApi(tmp_path)
-    monkeypatch.setattr(api, "scan", fake.scan)
+    monkeypatch.setattr(scan_api, "scan", fake.scan)
     monkeypatch.setenv("TESTS_RAN", str(fake.ran))
     monkeypatch.setenv("FREED", str(fake.freed_file))
     monkeypatch.setenv("HANG", "20")  # seconds: what "forever" is here

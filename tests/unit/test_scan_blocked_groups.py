@@ -11,7 +11,7 @@ from fakecluster import FakeScanCluster
 from test_scan_engine import NOW, SCHEMA, md
 from test_scan_refusals import TERMINATING, condition, core_event
 
-from kubectl_unfinalize import api
+from kubectl_unfinalize import scan_api
 from kubectl_unfinalize.cli.main import main
 from kubectl_unfinalize.cli.scan_output import render
 from kubectl_unfinalize.errors import Forbidden, IncompleteError
@@ -136,7 +136,7 @@ def test_a_namespace_that_holds_a_blocked_group_says_so():
 
 def test_scan_exits_1_prints_the_command_after_the_warning_and_raises(monkeypatch, capsys):
     monkeypatch.setattr(
-        api, "run_scan", lambda *a, **k: scan(world(condition(TERMINATING)), ScanOptions(), clock=NOW.__float__)
+        scan_api, "run_scan", lambda *a, **k: scan(world(condition(TERMINATING)), ScanOptions(), clock=NOW.__float__)
     )
     assert main(["scan", "-n", "team-a"]) == 1
     out, err = capsys.readouterr()

@@ -10,7 +10,7 @@ import pytest
 from fakecluster import FakeScanCluster
 from test_scan_engine import DEAD, NOW, SCHEMA, md
 
-from kubectl_unfinalize import api
+from kubectl_unfinalize import scan_api
 from kubectl_unfinalize.cli.main import main
 from kubectl_unfinalize.errors import IncompleteError
 from kubectl_unfinalize.scanning.model import State
@@ -131,7 +131,7 @@ def test_exit_codes_tell_stuck_from_pending(deleted, argv, status, verdict, monk
         asked["options"] = options
         return scan(young_world(deleted), ScanOptions(), clock=lambda: NOW)
 
-    monkeypatch.setattr(api, "run_scan", fake_run_scan)
+    monkeypatch.setattr(scan_api, "run_scan", fake_run_scan)
     assert main(argv) == status
     out, err = capsys.readouterr()
     assert asked["options"].wait is ("--wait" in argv)
@@ -146,7 +146,7 @@ def test_exit_codes_tell_stuck_from_pending(deleted, argv, status, verdict, monk
 
 def test_nothing_held_exits_0(monkeypatch, capsys):
     monkeypatch.setattr(
-        api, "run_scan", lambda *args, **kwargs: scan(FakeScanCluster({}), ScanOptions(), clock=NOW.__float__)
+        scan_api, "run_scan", lambda *args, **kwargs: scan(FakeScanCluster({}), ScanOptions(), clock=NOW.__float__)
     )
     assert main(["scan"]) == 0
     assert "nothing held" in capsys.readouterr().err

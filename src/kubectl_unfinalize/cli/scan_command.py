@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def scan(command: ScanCommand) -> int:
-    from ..api import run_scan
+    from ..scan_api import run_scan
     from .scan_output import render, stderr_lines
 
     interrupt = threading.Event()
