@@ -159,22 +159,8 @@ def judge(
     would be working): the verdict is then blocked, given here once. `elsewhere`: the
     finalizer's manager that wrote last to any object of the type after the deletion, and
     when (written_elsewhere)."""
-    evidence: list[str] = []
-    written = tally.last_after_deletion
-    if written:
-        evidence.append(f"last write by {written[0]} {ago(now - written[1])} ago, after the deletion")
-    seen = tally.last_seen
-    if seen and not written:
-        evidence.append(f"last write by {seen[0]} {ago(now - seen[1])} ago (before the deletion)")
-    for lease in leases:
-        renewed = f"renewed {ago(now - lease.renewed)} ago" if lease.renewed else "never renewed"
-        evidence.append(f"Lease {lease.namespace}/{lease.name} held by {lease.holder or 'nobody'}, {renewed}")
-    for peer in kopf_peers:
-        where = (
-            f"KopfPeering {peer.namespace}/{peer.peering}" if peer.namespace else f"ClusterKopfPeering {peer.peering}"
-        )
-        seen_ago = f"seen {ago(now - peer.seen)} ago" if peer.seen else "never seen"
-        evidence.append(f"kopf peer {peer.peer} in {where}, {seen_ago}")
+    evidence = _evidence(tally, now, leases, kopf_peers)
+    written, seen = tally.last_after_deletion, tally.last_seen
     waited = now - tally.oldest if tally.oldest is not None else 0.0
     entry = finalizers.builtin(finalizer)
     if not terminating:
@@ -206,6 +192,26 @@ def judge(
     signs += [lease.renewed for lease in leases if lease.renewed] + [p.seen for p in kopf_peers if p.seen]
     quiet = now - max(signs) if signs else waited
     return Judgement(State.STUCK, f"stuck: no controller seen for {ago(min(quiet, waited))}", True, evidence)
+
+
+def _evidence(tally: Tally, now: float, leases: list[Lease], kopf_peers: list[Peer]) -> list[str]:
+    """What a verdict rests on, in words: the writes, then each Lease and kopf peer."""
+    evidence: list[str] = []
+    written, seen = tally.last_after_deletion, tally.last_seen
+    if written:
+        evidence.append(f"last write by {written[0]} {ago(now - written[1])} ago, after the deletion")
+    if seen and not written:
+        evidence.append(f"last write by {seen[0]} {ago(now - seen[1])} ago (before the deletion)")
+    for lease in leases:
+        renewed = f"renewed {ago(now - lease.renewed)} ago" if lease.renewed else "never renewed"
+        evidence.append(f"Lease {lease.namespace}/{lease.name} held by {lease.holder or 'nobody'}, {renewed}")
+    for peer in kopf_peers:
+        where = (
+            f"KopfPeering {peer.namespace}/{peer.peering}" if peer.namespace else f"ClusterKopfPeering {peer.peering}"
+        )
+        seen_ago = f"seen {ago(now - peer.seen)} ago" if peer.seen else "never seen"
+        evidence.append(f"kopf peer {peer.peer} in {where}, {seen_ago}")
+    return evidence
 
 
 def _sign_of_life(now: float, leases: list[Lease], peers: list[Peer], elsewhere: tuple[str, float] | None) -> str:
