@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 MAX_HEAD = 1 << 20  # a response head (or a chunk-size line) larger than this is not an API server's
@@ -30,11 +30,48 @@ class ProtocolError(OSError):
     """The peer's answer is not HTTP/1.1 as the tool reads it."""
 
 
+class Headers(Mapping[str, str]):
+    """A response's header fields, names lower-cased, a repeated one keeping its last value.
+    Read into a dict only when asked: the answers to bulk patches are read for their framing
+    alone, and a dict of their seven fields per answer was a fifth of the parsing."""
+
+    __slots__ = ("_fields", "_parsed")
+
+    def __init__(self, fields: str) -> None:
+        self._fields = fields
+        self._parsed: dict[str, str] | None = None
+
+    def _all(self) -> dict[str, str]:
+        if self._parsed is None:
+            self._parsed = {name.lower(): value.rstrip() for name, value in _FIELD.findall(self._fields)}
+        return self._parsed
+
+    def __getitem__(self, name: str) -> str:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def _field(lowered: str, name: str) -> str | None:
+    """The last value of header `name` in `lowered`, the head's fields lower-cased after a
+    line break; None when absent. A name counts only at the start of a line."""
+    start = lowered.rfind(f"\r\n{name}:")
+    if start < 0:
+        return None
+    start += len(name) + 3
+    end = lowered.find("\r\n", start)
+    return lowered[start : end if end >= 0 else len(lowered)].strip(" \t")
+
+
 @dataclass(frozen=True, slots=True)
 class Response:
     status: int
     reason: str
-    headers: dict[str, str]  # names lower-cased; a repeated header keeps its last value
+    headers: Mapping[str, str]  # names lower-cased; a repeated header keeps its last value
     data: bytes
     will_close: bool = False
 
@@ -61,7 +98,7 @@ class Parser:
         self._state = _HEAD
         self._status = 0
         self._reason = ""
-        self._headers: dict[str, str] = {}
+        self._headers: Mapping[str, str] = {}
         self._close = False
         self._need = 0
         self._chunks: list[bytes] = []
@@ -144,22 +181,23 @@ class Parser:
         status = int(code)
         if 100 <= status < 200:
             return False  # interim: the tool never asks for one, but they are legal; the answer follows
-        headers = {name.lower(): value.rstrip() for name, value in _FIELD.findall(fields)}
-        connection = headers.get("connection", "").lower()
-        self._status, self._reason, self._headers = status, reason, headers
+        lowered = "\r\n" + fields.lower()  # the framing fields, found without a dict of them all
+        connection = _field(lowered, "connection") or ""
+        self._status, self._reason, self._headers = status, reason, Headers(fields)
         self._close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
         if not self.expect_body or status in (204, 304):
             return True
-        if headers.get("transfer-encoding", "").lower() == "chunked":  # it wins over a length (RFC 9112 6.3)
+        if _field(lowered, "transfer-encoding") == "chunked":  # it wins over a length (RFC 9112 6.3)
             self._state = _CHUNK_SIZE
             return False
-        if "content-length" in headers:
+        declared = _field(lowered, "content-length")
+        if declared is not None:
             try:
-                length = int(headers["content-length"])
+                length = int(declared)
             except ValueError:
                 length = -1
             if length < 0:
-                raise ProtocolError(f"bad Content-Length {headers['content-length']!r}")
+                raise ProtocolError(f"bad Content-Length {declared!r}")
             if length == 0:
                 return True
             self._state, self._need = _LENGTH, length
