@@ -165,8 +165,13 @@ class RecordWriter:
             self._warn(f"cannot write the record {self.path}: {reason}; the run goes on without it")
 
 
+# One encoder for every line: json.dumps with arguments builds a new one per call, a third
+# of the time a record line took.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 def _line(entry: dict[str, Any] | None) -> bytes:
-    return (json.dumps(entry, separators=(",", ":"), default=str) + "\n").encode()
+    return (_ENCODE(entry) + "\n").encode()
 
 
 def _stream(path: Path) -> bool:
