@@ -20,9 +20,9 @@ from .kube.metadata import MetadataCluster
 from .kube.transport import Transport
 from .model import ObjectMeta
 from .options import Options
-from .scanning.evidence import GRACE
 from .scanning.model import Group, State
 from .scanning.options import ScanOptions
+from .scanning.patience import GRACE
 from .scanning.survey import scan
 
 POLL = 3.0  # seconds between scans while a dependent's verdict is pending

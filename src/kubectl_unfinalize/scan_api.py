@@ -68,8 +68,8 @@ def scan(
     all the calls together would change more; `dry_run` ("server", "client") frees nothing.
     `force_lost_pods` also force-deletes the pods the scan finds held by a lost node.
     """
-    from .scanning.evidence import GRACE
     from .scanning.options import ScanOptions, free_options
+    from .scanning.patience import GRACE
 
     options = ScanOptions(
         namespace=namespace,

@@ -11,16 +11,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..options import ConnectionOptions, Options, Selection
-from ..scanning.options import ScanOptions, free_options
 from .connection_flags import to_connection_options
 from .flags import CRD_WORDS, NAMESPACE_WORDS, UsageError, build_parser, normalize_argv
 from .process import err, warn
 from .record_flags import HISTORY_WORDS, UNDO_WORDS
 from .scan_flags import SCAN_LISTS, SCAN_WORDS, scan_problem
 from .type_words import check_type_form, type_selection
+
+if TYPE_CHECKING:  # imported where a scan is asked for: a freeing run never builds the scan's classes
+    from ..scanning.options import ScanOptions
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,8 @@ def _no_record_flags(args: argparse.Namespace, word: str) -> None:
 
 
 def _scan_options(args: argparse.Namespace) -> ScanOptions:
+    from ..scanning.options import ScanOptions, free_options
+
     if problem := scan_problem(args):
         raise UsageError(problem)
     return ScanOptions(

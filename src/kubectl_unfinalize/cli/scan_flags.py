@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..durations import ago
-from ..scanning.evidence import ALIVE_PATIENCE, BUILTIN_PATIENCE, GRACE, WORKING
+from ..scanning.patience import ALIVE_PATIENCE, BUILTIN_PATIENCE, GRACE, WORKING
 from .connection_flags import duration
 
 SCAN_WORDS = ("scan",)

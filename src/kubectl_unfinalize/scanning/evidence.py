@@ -37,12 +37,9 @@ from .. import finalizers
 from ..durations import ago
 from . import refusals
 from .model import Blocking, State
+from .patience import ALIVE_PATIENCE, BUILTIN_PATIENCE, GRACE, WORKING
 from .tally import Tally, timestamp
 
-GRACE = 30.0
-WORKING = 120.0
-ALIVE_PATIENCE = 900.0
-BUILTIN_PATIENCE = 600.0
 KOPF_DOMAIN = "kopf.zalando.org"
 # Field managers that are clients, not controllers: their names match nothing.
 CLIENTS = ("kubectl", "openapi-generator", "go-http-client", "python-requests", "kubectl-unfinalize", "helm")

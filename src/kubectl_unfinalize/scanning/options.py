@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..options import DryRun, check_bounds, check_cap
-from .evidence import GRACE
+from .patience import GRACE
 from .remedy import Scope
 
 SCAN_TIMEOUT = 300.0
