@@ -85,6 +85,45 @@ def test_the_client_paths_libraries_are_not_unpacked_at_every_start(binary):
     assert [n for n in unpacked if n.split("/")[-1].startswith("_ssl.")]  # the tool's own path stays
 
 
+# What a freeing run imports before and while it writes (its record is memory-mapped; the
+# credential code imports subprocess): the whole package's run path, from the source.
+RUN_PATH = (
+    "kubectl_unfinalize.cli.main",
+    "kubectl_unfinalize.cli.run_command",
+    "kubectl_unfinalize.cli.output",
+    "kubectl_unfinalize.api",
+    "kubectl_unfinalize.engine.loop",
+    "kubectl_unfinalize.kube.config",
+    "kubectl_unfinalize.records.mapped",
+    "kubectl_unfinalize.records.recorded",
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="lazy-binaries.zip is built on Linux only")
+def test_a_freeing_run_never_unpacks_the_client_paths_libraries(binary):
+    """lazy-binaries.zip is inflated whole (3 MB, 30 ms of CPU) on the first import of any
+    module in it: one the tool's own run imports (mmap for its record) cost every writing
+    run that, for a 60 KB library. So none of the run path's extension modules is in it."""
+    import io
+    import zipfile
+
+    from PyInstaller.archive.readers import CArchiveReader
+
+    lazy = zipfile.ZipFile(io.BytesIO(CArchiveReader(str(binary)).extract("lazy-binaries.zip"))).namelist()
+    lazy_modules = {name.split("/")[-1].split(".")[0] for name in lazy if name.endswith(".so")}
+    code = (
+        "import importlib, sys\n"
+        f"for name in {RUN_PATH!r}: importlib.import_module(name)\n"
+        "files = {n: getattr(m, '__file__', '') or '' for n, m in list(sys.modules.items())}\n"
+        "print(' '.join(sorted(n for n, f in files.items() if f.endswith('.so'))))"
+    )
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    imported = {name.split(".")[-1] for name in result.stdout.split()}
+    assert "mmap" in imported and "_ssl" in imported  # the run path was imported
+    assert imported & lazy_modules == set(), sorted(imported & lazy_modules)
+
+
 def test_binary_completes(binary, tmp_path):
     result = run(binary, tmp_path, "__complete", "crd", "x", "-o", "")
     assert (result.returncode, result.stdout) == (0, "text\nname\nwide\njson\nyaml\n:4\n")
