@@ -545,3 +545,25 @@ def test_credentials_rejected_for_good_stop_the_run_at_once_and_the_report_keeps
     assert len([c for c in cluster.calls if c[0] == "list"]) == 1
     with pytest.raises(Unauthorized):
         report.raise_for_failure()
+
+
+def test_progress_is_counted_only_for_a_listener(monkeypatch, bulk):
+    """The counts were built after every object whether or not anyone showed them: a
+    tenth of the submitting thread's CPU on a -q run."""
+    from kubectl_unfinalize.engine import loop
+
+    def no_progress(*args, **kwargs):
+        raise AssertionError("Progress built with no listener")
+
+    cluster = FakeCluster(bulk=bulk)
+    for name in "abc":
+        cluster.add(name, ["x"])
+    monkeypatch.setattr(loop, "Progress", no_progress)
+    report = run_engine(cluster)
+    assert report.ok and report.count(Action.UNFINALIZED) == 3
+    monkeypatch.undo()
+    seen = []
+    cluster = FakeCluster(bulk=bulk)
+    cluster.add("d", ["x"])
+    run_engine(cluster, progress=seen.append)
+    assert seen and seen[-1].done == seen[-1].total == 1

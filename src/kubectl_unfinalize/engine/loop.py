@@ -112,7 +112,7 @@ class Engine:
         )
         self.crds = CrdPass(run, CrdInstances(run, self.freer, self.sightings, unreadable), self.workers)
         cluster.pace(self.pacing.refused, self.workers.parked)
-        self._on_progress = on_progress or (lambda _: None)
+        self._on_progress = on_progress  # None: no counts are built (a -q run, the API without one)
         self._on_warning = on_warning or (lambda _: None)
         self._done = self._total = 0
         self._crds: list[CrdState] = []  # every CRD of the run, for the progress of their deletion
@@ -290,6 +290,8 @@ class Engine:
         """Objects done of those found; with --delete, the CRDs deleted and gone too (`there`:
         the CRDs not known to be gone yet). A provider's hundreds of CRDs take longer than
         their objects: the line would otherwise stand still while the API server cleans up."""
+        if self._on_progress is None:
+            return
         deleted = [c for c in self._crds if c.uid is not None]
         waiting = sum(1 for c in there if c.uid)
         gone = len(deleted) - waiting if self._crds else 0
