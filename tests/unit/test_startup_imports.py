@@ -9,6 +9,14 @@ from pathlib import Path
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
+def printed(code: str) -> str:
+    """What `code` prints, run by a fresh interpreter with only the package's source on its path."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": SRC}
+    )
+    return result.stdout.strip()
+
+
 def test_a_freeing_run_imports_nothing_of_scan_but_its_durations():
     code = (
         "import sys\n"
@@ -18,10 +26,7 @@ def test_a_freeing_run_imports_nothing_of_scan_but_its_durations():
         "parse(['crd', 'widgets.example.com', '--delete'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('kubectl_unfinalize.scanning.')))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": SRC}
-    )
-    assert result.stdout.strip() == "['kubectl_unfinalize.scanning.patience']"
+    assert printed(code) == "['kubectl_unfinalize.scanning.patience']"
 
 
 def test_a_scan_still_finds_its_options():
@@ -30,7 +35,4 @@ def test_a_scan_still_finds_its_options():
         "command = parse(['scan', '--free', '--finalizer', 'example.com/x'])\n"
         "print(type(command.options).__name__, command.options.free.scope.finalizers)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": SRC}
-    )
-    assert result.stdout.strip() == "ScanOptions ('example.com/x',)"
+    assert printed(code) == "ScanOptions ('example.com/x',)"
