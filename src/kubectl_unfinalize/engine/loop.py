@@ -112,7 +112,7 @@ class Engine:
         )
         self.crds = CrdPass(run, CrdInstances(run, self.freer, self.sightings, unreadable), self.workers)
         cluster.pace(self.pacing.refused, self.workers.parked)
-        self._on_progress = on_progress  # None: no counts are built (a -q run, the API without one)
+        self._on_progress = on_progress  # None: a -q run, the API without one
         self._on_warning = on_warning or (lambda _: None)
         self._done = self._total = 0
         self._crds: list[CrdState] = []  # every CRD of the run, for the progress of their deletion
@@ -290,12 +290,10 @@ class Engine:
         """Objects done of those found; with --delete, the CRDs deleted and gone too (`there`:
         the CRDs not known to be gone yet). A provider's hundreds of CRDs take longer than
         their objects: the line would otherwise stand still while the API server cleans up."""
-        if self._on_progress is None:
-            return
-        deleted = [c for c in self._crds if c.uid is not None]
-        waiting = sum(1 for c in there if c.uid)
-        gone = len(deleted) - waiting if self._crds else 0
-        self._on_progress(Progress("unfinalize", self._done, self._total, len(self._crds), len(deleted), gone))
+        if self._on_progress is not None:  # None: no counts are built
+            deleted = sum(1 for c in self._crds if c.uid is not None)
+            gone = deleted - sum(1 for c in there if c.uid) if self._crds else 0
+            self._on_progress(Progress("unfinalize", self._done, self._total, len(self._crds), deleted, gone))
 
     def _job_done(self, latency: float, counted: bool) -> None:
         """On a worker, after each job (the preflight's, CRD deletes' and final lists'
