@@ -199,12 +199,7 @@ class HttpCluster:
 
     def unsafe_delete(self, ref: ObjectRef) -> bool:
         # The option alone: the server refuses it beside a propagation policy or a dry run.
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", UNSAFE_DELETE_OPTION: True}
-        try:
-            self._request("DELETE", ref.resource.path(ref.namespace, ref.name), body=body)
-        except NotFound as exc:
-            return exc.ambiguous  # a 404 to a second try: the first one deleted it
-        return True
+        return self._delete_with(ref, {"apiVersion": "v1", "kind": "DeleteOptions", UNSAFE_DELETE_OPTION: True})
 
     def force_delete(self, ref: ObjectRef, uid: str, dry_run: DryRun) -> bool:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
@@ -214,11 +209,16 @@ class HttpCluster:
         if dry_run is DryRun.SERVER:
             query, body["dryRun"] = {"dryRun": "All"}, ["All"]
         try:
+            return self._delete_with(ref, body, query)
+        except Conflict:
+            return False  # the uid differs: that pod is gone, and one of its name is not this run's to delete
+
+    def _delete_with(self, ref: ObjectRef, body: dict[str, Any], query: dict[str, str] | None = None) -> bool:
+        """A DELETE with these DeleteOptions; False when the object was not there."""
+        try:
             self._request("DELETE", ref.resource.path(ref.namespace, ref.name), query=query, body=body)
         except NotFound as exc:
             return exc.ambiguous  # a 404 to a second try: the first one deleted it
-        except Conflict:
-            return False  # the uid differs: that pod is gone, and one of its name is not this run's to delete
         return True
 
     def patch_finalizers(self, meta: ObjectMeta, keep: tuple[str, ...] | None, dry_run: DryRun) -> str:
