@@ -26,11 +26,11 @@ if TYPE_CHECKING:
     from .record_api import history, read_record, undo
     from .records.model import RecordSummary, UndoItem, UndoReport
     from .records.reading import Record
-    from .scan_api import run_scan, scan
+    from .scan_api import run_scan, scan, scan_each
     from .scanning.model import Fix, Group, Manager, State, TerminatingCrd, TerminatingNamespace
     from .scanning.options import ScanOptions
     from .scanning.remedy import Scope
-    from .scanning.report import FreedCall, ScanReport
+    from .scanning.report import ContextScans, FreedCall, ScanReport
 
 __all__ = [
     "Action",
@@ -38,6 +38,7 @@ __all__ = [
     "ClusterError",
     "ConfigError",
     "ConnectionOptions",
+    "ContextScans",
     "DryRun",
     "Fix",
     "FreedCall",
@@ -69,6 +70,7 @@ __all__ = [
     "run",
     "run_scan",
     "scan",
+    "scan_each",
     "undo",
     "unfinalize",
 ]
@@ -78,8 +80,10 @@ _HOMES = {
     "run": "api",
     "scan": "scan_api",
     "run_scan": "scan_api",
+    "scan_each": "scan_api",
     "ScanOptions": "scanning.options",
     "ScanReport": "scanning.report",
+    "ContextScans": "scanning.report",
     "Group": "scanning.model",
     "State": "scanning.model",
     "Manager": "scanning.model",

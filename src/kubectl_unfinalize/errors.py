@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any
 
@@ -18,6 +19,17 @@ class ExitStatus(IntEnum):
     PENDING = 3  # scan: nothing stuck, but something deleted moments ago is held and not judged yet
     INTERRUPTED = 130  # Ctrl-C (SIGINT)
     TERMINATED = 143  # SIGTERM: what CI sends when it cancels a job
+
+
+# "1 over 3 over 0": one context stuck or failed fails the whole, one only pending makes it pending
+_RANK = {ExitStatus.OK: 0, ExitStatus.PENDING: 1, ExitStatus.FAILED: 2}
+
+
+def worst_status(statuses: Iterable[ExitStatus]) -> ExitStatus:
+    """The exit status of several contexts' outcomes: FAILED over PENDING over OK; any
+    other status (a usage error in one context) counts as FAILED."""
+    ranked = [status if status in _RANK else ExitStatus.FAILED for status in statuses]
+    return max(ranked, key=_RANK.__getitem__, default=ExitStatus.OK)
 
 
 class UnfinalizeError(Exception):

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .api import warn
 from .options import ConnectionOptions, DryRun, connection_of
 
 if TYPE_CHECKING:
     from .scanning.options import ScanOptions
-    from .scanning.report import ScanReport
+    from .scanning.report import ContextScans, ScanReport
 
 
 def scan(
@@ -109,3 +109,56 @@ def run_scan(
     from .scan_free import scan_and_free
 
     return scan_and_free(options, connection, interrupt, on_warning or warn)
+
+
+def scan_each(contexts: Sequence[str] = (), *, all_contexts: bool = False, **asked: Any) -> ContextScans:
+    """scan() (the same keyword arguments, `context` aside) in each of `contexts`, or in
+    every context of the kubeconfig with all_contexts=True: each on its own connection
+    and credentials, a few at a time. One ScanReport per context that could be read,
+    `errors` for each that could not (it fails the whole, and the others still run);
+    with free=True, one record per context. An unknown context is a ConfigError before
+    anything is sent."""
+    from .each_context import chosen
+
+    if "context" in asked:
+        raise TypeError("scan_each() takes contexts=, not context=")
+    connection = connection_of(asked.pop("connection", None), asked.pop("kubeconfig", None), None)
+    return _in_each(connection, chosen(connection, contexts, all_contexts), lambda c: scan(**asked, connection=c))
+
+
+def run_scans(
+    options: ScanOptions,
+    connection: ConnectionOptions,
+    contexts: Sequence[str],
+    *,
+    interrupt: threading.Event | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> ContextScans:
+    """run_scan in each of `contexts` (as each_context.chosen gives them); a warning names its context."""
+    warn_of = on_warning or warn
+
+    def one(connection: ConnectionOptions) -> ScanReport:
+        context = connection.context
+        return run_scan(
+            options, connection, interrupt=interrupt, on_warning=lambda m: warn_of(f"context {context}: {m}")
+        )
+
+    return _in_each(connection, list(contexts), one)
+
+
+def _in_each(
+    connection: ConnectionOptions, names: list[str], job: Callable[[ConnectionOptions], ScanReport]
+) -> ContextScans:
+    from .each_context import run_each
+    from .errors import ExitStatus
+    from .scanning.report import ContextScans
+
+    scans = ContextScans(names)
+    for outcome in run_each(names, connection, job):
+        if outcome.result is None:
+            scans.errors[outcome.context] = str(outcome.error)
+            scans.statuses[outcome.context] = ExitStatus.FAILED
+        else:
+            scans.reports[outcome.context] = outcome.result
+            scans.statuses[outcome.context] = outcome.result.exit_status
+    return scans

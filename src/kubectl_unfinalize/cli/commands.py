@@ -62,6 +62,8 @@ class ScanCommand:
     options: ScanOptions
     connection: ConnectionOptions
     output: Output
+    contexts: tuple[str, ...] = ()  # --context repeated: each its own scan (one context: `connection`'s)
+    all_contexts: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,21 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
     if args.namespace and args.all_namespaces:
         raise UsageError("-n and -A cannot be combined")
     word = args.words[0].lower() if args.words else None  # the command word: classified here, once
+    contexts = tuple(args.context or ())
+    if args.all_contexts and contexts:
+        raise UsageError("--all-contexts and --context cannot be combined")
+    several = len(contexts) > 1 or args.all_contexts
+    if several and word not in SCAN_WORDS:
+        raise UsageError("several contexts (--context repeated, --all-contexts) apply to scan")
     try:
         if word in SCAN_WORDS:
             if not args.free:
                 _no_record_flags(args, "scan")
             elif args.backup or args.last:
                 raise UsageError("--backup and --last do not apply to scan --free")
-            return ScanCommand(_scan_options(args), to_connection_options(args, log=err, warn=warn), output)
+            connection = to_connection_options(args, log=err, warn=warn)
+            contexts = contexts if several else ()
+            return ScanCommand(_scan_options(args), connection, output, contexts, args.all_contexts)
         if word in HISTORY_WORDS + UNDO_WORDS:
             return _record_command(args, word, output)
         if args.last:

@@ -35,7 +35,15 @@ def add_bool_flag(group: argparse._ArgumentGroup, flag: str, default: bool | Non
 
 def add_connection_flags(con: argparse._ArgumentGroup) -> None:
     con.add_argument("--kubeconfig", help="kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)")
-    con.add_argument("--context", help="kubeconfig context to use")
+    con.add_argument(
+        "--context",
+        action="append",
+        metavar="CONTEXT",
+        help="kubeconfig context to use; scan takes several (repeated), each on its own connection",
+    )
+    con.add_argument(
+        "--all-contexts", action="store_true", help="scan: every context of the kubeconfig, each on its own connection"
+    )
     con.add_argument("--cluster", help="kubeconfig cluster to use")
     con.add_argument("--user", help="kubeconfig user to use")
     con.add_argument("-s", "--server", help="API server address")
@@ -63,9 +71,12 @@ def to_connection_options(
     insecure = get("insecure_skip_tls_verify", False)
     if isinstance(insecure, str):
         insecure = parse_bool(insecure)
+    context = get("context")
+    if isinstance(context, list):  # --context is repeatable: one connection is the first's
+        context = context[0] if context else None
     settings: dict[str, object] = {
         "kubeconfig": get("kubeconfig"),
-        "context": get("context"),
+        "context": context,
         "cluster": get("cluster"),
         "user": get("user"),
         "server": get("server"),

@@ -13,18 +13,18 @@ from .exit import of_scan, stopped
 from .process import Stopped, command_line, err, signals_stop, warn
 
 if TYPE_CHECKING:
+    from ..scanning.options import ScanOptions
     from .commands import ScanCommand
 
 
 def scan(command: ScanCommand) -> int:
+    if command.contexts or command.all_contexts:
+        return scan_contexts(command)
     from ..scan_api import run_scan
     from .scan_output import render, stderr_lines
 
     interrupt = threading.Event()
-    options = command.options
-    if options.free is not None:  # what the record's header says was run
-        free = dataclasses.replace(options.free, command=command_line())
-        options = dataclasses.replace(options, free=free)
+    options = _recorded(command.options)
     with signals_stop(interrupt) as stop:
         try:
             warned = {"on_warning": warn} if options.free is not None else {}
@@ -35,12 +35,44 @@ def scan(command: ScanCommand) -> int:
             raise
     if interrupt.is_set():
         return stopped(stop.signum)
-    try:
-        sys.stdout.write(render(report, command.output.format))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        pass
+    _write(render(report, command.output.format))
     if not command.output.quiet:
         for line in stderr_lines(report, waited=command.options.wait):
             err(line)
     return of_scan(report)
+
+
+def scan_contexts(command: ScanCommand) -> int:
+    """Several contexts (--context repeated, --all-contexts): each scanned on its own
+    connection, the output grouped by context, the exit status the worst of theirs."""
+    from ..each_context import chosen
+    from ..scan_api import run_scans
+    from .scan_output import contexts_stderr_lines, render_contexts
+
+    names = chosen(command.connection, command.contexts, command.all_contexts)  # before anything is sent
+    interrupt = threading.Event()
+    options = _recorded(command.options)
+    with signals_stop(interrupt) as stop:
+        scans = run_scans(options, command.connection, names, interrupt=interrupt, on_warning=warn)
+    if interrupt.is_set():
+        return stopped(stop.signum)
+    _write(render_contexts(scans, command.output.format))
+    if not command.output.quiet:
+        for line in contexts_stderr_lines(scans, waited=command.options.wait):
+            err(line)
+    return scans.exit_status
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+
+
+def _recorded(options: ScanOptions) -> ScanOptions:
+    """With --free: the command line, for the record's header to say what was run."""
+    if options.free is None:
+        return options
+    return dataclasses.replace(options, free=dataclasses.replace(options.free, command=command_line()))

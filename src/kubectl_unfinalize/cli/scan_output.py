@@ -12,7 +12,7 @@ from ..model import Action
 from ..scanning.model import Group, State
 
 if TYPE_CHECKING:
-    from .. import ScanReport
+    from .. import ContextScans, ScanReport
 
 SHOWN_NAMESPACES = 3
 SHOWN_FAILURES = 10
@@ -34,13 +34,41 @@ SILENT = (
 )
 
 
-def render(report: ScanReport, output: str) -> str:
-    if output == "json":
-        return json.dumps(report.to_dict(), indent=2) + "\n"
-    if output == "yaml":
-        import yaml
+def render_contexts(scans: ContextScans, output: str) -> str:
+    """Several contexts: one document with a `contexts` list (docs/scan.schema.json), or
+    each context's text under a line naming it (an error in its place when it was not read)."""
+    if output in ("json", "yaml"):
+        return _document(scans.to_dict(), output)
+    text = []
+    for name in scans.contexts:
+        text.append(f"== context {name} ==\n")
+        if name in scans.reports:
+            text.append(render(scans.reports[name], output))
+        else:
+            text.append(f"error: {scans.errors[name]}\n")
+    return "".join(text)
 
-        return str(yaml.safe_dump(report.to_dict(), sort_keys=False, default_flow_style=False))
+
+def contexts_stderr_lines(scans: ContextScans, waited: bool = False) -> Iterator[str]:
+    """Each context's summary lines, naming it; an error, for one not read."""
+    for name in scans.contexts:
+        if name in scans.errors:
+            yield f"context {name}: error: {scans.errors[name]}"
+        else:
+            yield from (f"context {name}: {line}" for line in stderr_lines(scans.reports[name], waited))
+
+
+def _document(document: dict[str, Any], output: str) -> str:
+    if output == "json":
+        return json.dumps(document, indent=2) + "\n"
+    import yaml
+
+    return str(yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
+
+
+def render(report: ScanReport, output: str) -> str:
+    if output in ("json", "yaml"):
+        return _document(report.to_dict(), output)
     return "".join(line + "\n" for line in lines(report, wide=output == "wide"))
 
 

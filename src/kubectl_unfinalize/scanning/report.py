@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ExitStatus, IncompleteError
+from ..errors import ExitStatus, IncompleteError, worst_status
 from ..model import Action, Report
 from .model import CorruptObject, Fix, Group, LostPod, TerminatingCrd, TerminatingNamespace
 
@@ -163,6 +163,56 @@ class ScanReport:
             "namespaces": [n.to_dict() for n in self.namespaces],
             "fixes": [f.to_dict() for f in self.fixes],
         } | ({} if self.freed is None else {"freed": [f.to_dict() for f in self.freed], "record": self.record})
+
+
+@dataclass
+class ContextScans:
+    """scan over several kubeconfig contexts: one ScanReport per context that was read, the
+    error of each that was not (unreachable, refused credentials). It passes only when
+    every context was read and passes; its exit status is the worst of theirs, an error
+    counting as a failure (each_context.worst)."""
+
+    contexts: list[str]  # in the order they were asked for
+    reports: dict[str, ScanReport] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    statuses: dict[str, ExitStatus] = field(default_factory=dict)  # each context's own exit status
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and all(report.ok for report in self.reports.values())
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return worst_status(self.statuses.get(name, ExitStatus.FAILED) for name in self.contexts)
+
+    def raise_for_failure(self) -> ContextScans:
+        """As ScanReport's, each line naming its context."""
+        lines = [f"context {name}: {self.errors[name]}" for name in self.contexts if name in self.errors]
+        for name in self.contexts:
+            try:
+                if name in self.reports:
+                    self.reports[name].raise_for_failure()
+            except IncompleteError as exc:
+                lines.append(f"context {name}: {exc}")
+        if lines:
+            raise IncompleteError("; ".join(lines))
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "apiVersion": SCHEMA_VERSION,
+            "ok": self.ok,
+            "contexts": [
+                {
+                    "context": name,
+                    "ok": name in self.reports and self.reports[name].ok,
+                    "exitStatus": int(self.statuses.get(name, ExitStatus.FAILED)),
+                    "error": self.errors.get(name),
+                    "scan": self.reports[name].to_dict() if name in self.reports else None,
+                }
+                for name in self.contexts
+            ],
+        }
 
 
 def _stuck_line(item: Group | TerminatingCrd | TerminatingNamespace) -> str:

@@ -1,0 +1,134 @@
+"""scan over several contexts (issue 42): two control planes in one kubeconfig, each with
+its own CA and client certificate, held objects on both; a third context whose server
+does not answer. Each context is scanned and freed on its own connection with its own
+credentials (each API server's audit log shows its own writes), one record per context,
+and the exit status is the worst of theirs."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import controlplane
+import pytest
+import yaml
+from kubernetes import config as kube_config
+from kubernetes.client import CoreV1Api
+from kubernetes.client.exceptions import ApiException
+
+FINALIZER = "shop.example.com/cleanup"
+
+
+@pytest.fixture(scope="module")
+def second(control_plane):
+    """A second control plane (its own etcd, PKI and audit log), beside the session's."""
+    cp = controlplane.ControlPlane(audit=True, controllers=("namespace-controller",))
+    try:
+        cp.start()
+    except controlplane.ControlPlaneError as exc:
+        pytest.fail(f"cannot start a second control plane:\n{exc}", pytrace=False)
+    yield cp
+    cp.stop()
+
+
+@pytest.fixture
+def merged(control_plane, second, tmp_path) -> Path:
+    """One kubeconfig: contexts one (the session's cluster), two (the second) and dead
+    (the first's credentials, a port nothing listens on)."""
+    entries: dict[str, list] = {"clusters": [], "users": [], "contexts": []}
+    for name, cp in (("one", control_plane), ("two", second)):
+        doc = yaml.safe_load(Path(cp.kubeconfig).read_text())
+        entries["clusters"].append({"name": name, "cluster": doc["clusters"][0]["cluster"]})
+        entries["users"].append({"name": name, "user": doc["users"][0]["user"]})
+        entries["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+    dead = dict(entries["clusters"][0]["cluster"], server="https://127.0.0.1:1")
+    entries["clusters"].append({"name": "dead", "cluster": dead})
+    entries["contexts"].append({"name": "dead", "context": {"cluster": "dead", "user": "one"}})
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "one", **entries}))
+    return path
+
+
+def held_configmap(kubeconfig: str, namespace: str) -> CoreV1Api:
+    """A namespace with a ConfigMap deleted and held by a finalizer nothing removes."""
+    core = CoreV1Api(kube_config.new_client_from_config(config_file=kubeconfig))
+    core.create_namespace({"metadata": {"name": namespace}})
+    body = {"metadata": {"name": "cart", "finalizers": [FINALIZER]}}
+    core.create_namespaced_config_map(namespace, body)
+    core.delete_namespaced_config_map("cart", namespace)
+    return core
+
+
+def gone(core: CoreV1Api, namespace: str) -> bool:
+    try:
+        core.read_namespaced_config_map("cart", namespace)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+@pytest.mark.timeout(240)
+def test_scan_and_free_over_every_context_each_with_its_own_connection(control_plane, second, merged, cli, tmp_path):
+    namespace = f"ctx-{secrets.token_hex(4)}"
+    cores = {
+        "one": held_configmap(control_plane.kubeconfig, namespace),
+        "two": held_configmap(second.kubeconfig, namespace),
+    }
+    env = {"KUBECONFIG": str(merged)}
+    both = ["--context", "one", "--context", "two", "-n", namespace]
+
+    judged = cli("scan", *both, "--wait", "--timeout", "90s", env=env)
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    sections = judged.stdout.split("== context ")
+    assert [s.split(" ==")[0] for s in sections[1:]] == ["one", "two"]
+    for section in sections[1:]:
+        assert FINALIZER in section and "stuck: no controller seen" in section
+        assert f"kubectl unfinalize configmaps cart -n {namespace} --finalizer {FINALIZER}" in section
+
+    marks = {"one": control_plane.audit_mark(), "two": second.audit_mark()}
+    freed = cli("scan", "--free", *both, "--wait", "--timeout", "60s", "-o", "json", env=env)
+    assert freed.returncode == 0, freed.stdout + freed.stderr
+    document = json.loads(freed.stdout)
+    assert document["ok"] is True and [c["context"] for c in document["contexts"]] == ["one", "two"]
+    records = [c["scan"]["record"] for c in document["contexts"]]
+    assert len(set(records)) == 2 and all(Path(r).is_file() for r in records)  # one record per context
+    assert all(gone(core, namespace) for core in cores.values())  # read back on each cluster
+    for name, cp in (("one", control_plane), ("two", second)):
+        patched = [
+            e for e in cp.audit_events(marks[name]) if e["verb"] == "patch" and e["objectRef"].get("name") == "cart"
+        ]
+        assert len(patched) == 1, f"context {name}: {patched}"  # its own cluster, its own client certificate
+        assert patched[0]["user"]["username"] == controlplane.ADMIN_USER
+
+
+@pytest.mark.timeout(240)
+def test_an_unreachable_context_is_named_and_fails_the_run_while_the_others_are_freed(
+    control_plane, second, merged, cli
+):
+    namespace = f"ctx-{secrets.token_hex(4)}"
+    core = held_configmap(second.kubeconfig, namespace)
+    result = cli(
+        "scan",
+        "--free",
+        "--all-contexts",
+        "-n",
+        namespace,
+        "--wait",
+        "--timeout",
+        "60s",
+        env={"KUBECONFIG": str(merged)},
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "== context dead ==\nerror: cannot reach the API server at https://127.0.0.1:1" in result.stdout
+    assert [line for line in result.stderr.splitlines() if line.startswith("context dead: error: ")]
+    assert gone(core, namespace)
+
+
+def test_an_unknown_context_is_refused_before_anything_is_sent(merged, cli, control_plane):
+    mark = control_plane.audit_mark()
+    result = cli("scan", "--free", "--context", "one", "--context", "nope", env={"KUBECONFIG": str(merged)})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: context 'nope' not found in kubeconfig (available: dead, one, two)"
+    sent = [e for e in control_plane.audit_events(mark) if e["user"]["username"] == controlplane.ADMIN_USER]
+    assert sent == []
