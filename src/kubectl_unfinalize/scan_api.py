@@ -159,6 +159,6 @@ def _in_each(
             scans.errors[outcome.context] = str(outcome.error)
             scans.statuses[outcome.context] = ExitStatus.FAILED
         else:
-            scans.reports[outcome.context] = outcome.result
+            scans.reports[outcome.context] = outcome.result.naming_context(outcome.context)
             scans.statuses[outcome.context] = outcome.result.exit_status
     return scans

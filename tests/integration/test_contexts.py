@@ -6,6 +6,7 @@ and the exit status is the worst of theirs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from pathlib import Path
@@ -50,14 +51,27 @@ def merged(control_plane, second, tmp_path) -> Path:
     return path
 
 
-def held_configmap(kubeconfig: str, namespace: str) -> CoreV1Api:
-    """A namespace with a ConfigMap deleted and held by a finalizer nothing removes."""
-    core = CoreV1Api(kube_config.new_client_from_config(config_file=kubeconfig))
-    core.create_namespace({"metadata": {"name": namespace}})
-    body = {"metadata": {"name": "cart", "finalizers": [FINALIZER]}}
-    core.create_namespaced_config_map(namespace, body)
-    core.delete_namespaced_config_map("cart", namespace)
-    return core
+@pytest.fixture
+def held():
+    """held(kubeconfig, namespace) -> CoreV1Api: a namespace with a ConfigMap deleted and
+    held by a finalizer nothing removes. Afterwards the ConfigMap is let go and the
+    namespace deleted, so no later scan of the cluster meets them."""
+    made: list[tuple[CoreV1Api, str]] = []
+
+    def make(kubeconfig: str, namespace: str) -> CoreV1Api:
+        core = CoreV1Api(kube_config.new_client_from_config(config_file=kubeconfig))
+        core.create_namespace({"metadata": {"name": namespace}})
+        made.append((core, namespace))
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "cart", "finalizers": [FINALIZER]}})
+        core.delete_namespaced_config_map("cart", namespace)
+        return core
+
+    yield make
+    for core, namespace in made:
+        with contextlib.suppress(ApiException):
+            core.patch_namespaced_config_map("cart", namespace, {"metadata": {"finalizers": None}})
+        with contextlib.suppress(ApiException):
+            core.delete_namespace(namespace)
 
 
 def gone(core: CoreV1Api, namespace: str) -> bool:
@@ -69,11 +83,11 @@ def gone(core: CoreV1Api, namespace: str) -> bool:
 
 
 @pytest.mark.timeout(240)
-def test_scan_and_free_over_every_context_each_with_its_own_connection(control_plane, second, merged, cli, tmp_path):
+def test_scan_and_free_over_every_context_each_with_its_own_connection(control_plane, second, merged, cli, held):
     namespace = f"ctx-{secrets.token_hex(4)}"
     cores = {
-        "one": held_configmap(control_plane.kubeconfig, namespace),
-        "two": held_configmap(second.kubeconfig, namespace),
+        "one": held(control_plane.kubeconfig, namespace),
+        "two": held(second.kubeconfig, namespace),
     }
     env = {"KUBECONFIG": str(merged)}
     both = ["--context", "one", "--context", "two", "-n", namespace]
@@ -82,9 +96,9 @@ def test_scan_and_free_over_every_context_each_with_its_own_connection(control_p
     assert judged.returncode == 1, judged.stdout + judged.stderr
     sections = judged.stdout.split("== context ")
     assert [s.split(" ==")[0] for s in sections[1:]] == ["one", "two"]
-    for section in sections[1:]:
+    for name, section in zip(("one", "two"), sections[1:], strict=True):
         assert FINALIZER in section and "stuck: no controller seen" in section
-        assert f"kubectl unfinalize configmaps cart -n {namespace} --finalizer {FINALIZER}" in section
+        assert f"kubectl unfinalize configmaps cart -n {namespace} --finalizer {FINALIZER} --context {name}" in section
 
     marks = {"one": control_plane.audit_mark(), "two": second.audit_mark()}
     freed = cli("scan", "--free", *both, "--wait", "--timeout", "60s", "-o", "json", env=env)
@@ -104,10 +118,10 @@ def test_scan_and_free_over_every_context_each_with_its_own_connection(control_p
 
 @pytest.mark.timeout(240)
 def test_an_unreachable_context_is_named_and_fails_the_run_while_the_others_are_freed(
-    control_plane, second, merged, cli
+    control_plane, second, merged, cli, held
 ):
     namespace = f"ctx-{secrets.token_hex(4)}"
-    core = held_configmap(second.kubeconfig, namespace)
+    core = held(second.kubeconfig, namespace)
     result = cli(
         "scan",
         "--free",
@@ -132,3 +146,20 @@ def test_an_unknown_context_is_refused_before_anything_is_sent(merged, cli, cont
     assert result.stderr.strip() == "error: context 'nope' not found in kubeconfig (available: dead, one, two)"
     sent = [e for e in control_plane.audit_events(mark) if e["user"]["username"] == controlplane.ADMIN_USER]
     assert sent == []
+
+
+@pytest.mark.timeout(240)
+def test_a_printed_command_frees_in_its_own_context(control_plane, second, merged, cli, held):
+    """The command printed under context two names it: run as printed (the kubeconfig's
+    current context is one), it frees the object on cluster two and leaves one's held."""
+    namespace = f"ctx-{secrets.token_hex(4)}"
+    one, two = held(control_plane.kubeconfig, namespace), held(second.kubeconfig, namespace)
+    env = {"KUBECONFIG": str(merged)}
+    judged = cli("scan", "--context", "one", "--context", "two", "-n", namespace, "--wait", "--timeout", "90s", env=env)
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    section = judged.stdout.split("== context two ==")[1]
+    (printed,) = [line.split("free: ", 1)[1] for line in section.splitlines() if "free: " in line]
+    assert printed.startswith("kubectl unfinalize ") and printed.endswith(" --context two")
+    freed = cli(*printed.split()[2:], env=env)
+    assert freed.returncode == 0, freed.stderr
+    assert gone(two, namespace) and not gone(one, namespace)

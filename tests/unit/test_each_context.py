@@ -144,3 +144,16 @@ def test_scan_takes_several_contexts_and_the_other_commands_refuse_them():
         parse(["crd", "widgets.example.com", "--context", "a", "--context", "b"])
     with pytest.raises(UsageError, match="several contexts .* apply to scan"):
         parse(["history", "--all-contexts"])
+
+
+def test_each_printed_command_names_its_context_in_a_scan_of_several():
+    from kubectl_unfinalize.scanning.model import CorruptObject, Fix
+
+    fix = Fix("example.com/f", ["widgets.example.com"], ["kubectl unfinalize crd --group example.com --delete"])
+    corrupt = CorruptObject("widgets.example.com", "ns", "w", "bad", ["kubectl unfinalize widgets w -n ns --unsafe"])
+    report = ScanReport(fixes=[fix], corrupt=[corrupt]).naming_context("prod eu")
+    assert report.fixes == [fix]
+    assert fix.commands == ["kubectl unfinalize crd --group example.com --delete --context 'prod eu'"]
+    assert corrupt.commands == ["kubectl unfinalize widgets w -n ns --unsafe --context 'prod eu'"]
+    lost = ScanReport(fixes=[Fix("f", [], ["remedy, once the node is known to be down"])]).naming_context("a")
+    assert lost.fixes[0].commands == ["remedy, once the node is known to be down"]  # not a command: as it was

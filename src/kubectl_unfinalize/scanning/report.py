@@ -7,6 +7,7 @@ docs/scan.schema.json; a field is added there before it is added here.
 
 from __future__ import annotations
 
+import shlex
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,6 +135,14 @@ class ScanReport:
         lines += [f"not read: {line}" for line in self.failing if not line.startswith(tuple(_types(self.corrupt)))]
         if lines:
             raise IncompleteError("; ".join(lines))
+        return self
+
+    def naming_context(self, context: str) -> ScanReport:
+        """Each command the report prints, with `--context CONTEXT` (in place): in a scan
+        of several contexts, a command without it would act on the kubeconfig's current one."""
+        flag = f" --context {shlex.quote(context)}"
+        for item in (*self.groups, *self.crds, *self.namespaces, *self.corrupt, *self.lost_pods, *self.fixes):
+            item.commands[:] = [c + flag if c.startswith("kubectl ") else c for c in item.commands]
         return self
 
     def raise_if_stuck(self) -> ScanReport:
