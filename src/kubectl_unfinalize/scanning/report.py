@@ -141,8 +141,11 @@ class ScanReport:
         """Each command the report prints, with `--context CONTEXT` (in place): in a scan
         of several contexts, a command without it would act on the kubeconfig's current one."""
         flag = f" --context {shlex.quote(context)}"
-        for item in (*self.groups, *self.crds, *self.namespaces, *self.corrupt, *self.lost_pods, *self.fixes):
-            item.commands[:] = [c + flag if c.startswith("kubectl ") else c for c in item.commands]
+        lists = [g.commands for g in self.groups] + [c.commands for c in self.crds]
+        lists += [n.commands for n in self.namespaces] + [c.commands for c in self.corrupt]
+        lists += [p.commands for p in self.lost_pods] + [f.commands for f in self.fixes]
+        for commands in lists:
+            commands[:] = [c + flag if c.startswith("kubectl ") else c for c in commands]
         return self
 
     def raise_if_stuck(self) -> ScanReport:
