@@ -163,3 +163,26 @@ def test_a_printed_command_frees_in_its_own_context(control_plane, second, merge
     freed = cli(*printed.split()[2:], env=env)
     assert freed.returncode == 0, freed.stderr
     assert gone(two, namespace) and not gone(one, namespace)
+
+
+@pytest.mark.timeout(240)
+def test_a_freeing_command_runs_in_each_context_with_a_record_each(control_plane, second, merged, cli, held):
+    """`configmaps cart -n NS --finalizer F` with --all-contexts: freed on both clusters
+    (read back), each line and summary naming its context, one record per context; the
+    dead context fails the run by name."""
+    namespace = f"ctx-{secrets.token_hex(4)}"
+    cores = {"one": held(control_plane.kubeconfig, namespace), "two": held(second.kubeconfig, namespace)}
+    env = {"KUBECONFIG": str(merged)}
+    result = cli("configmaps", "cart", "-n", namespace, "--finalizer", FINALIZER, "--all-contexts", env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        f"{name}: configmap/cart unfinalized (namespace {namespace}; removed {FINALIZER})" for name in ("one", "two")
+    ]
+    assert all(gone(core, namespace) for core in cores.values())
+    records = [line for line in result.stderr.splitlines() if ": record: " in line]
+    assert sorted(line.split(":")[0] for line in records) == ["context one", "context two"]
+    assert len({line.split("record: ")[1].split()[0] for line in records}) == 2
+    assert "context dead: error: cannot reach the API server at https://127.0.0.1:1" in result.stderr
+
+    both = cli("configmaps", "cart", "-n", namespace, "--context", "one", "--context", "two", env=env)
+    assert both.returncode == 0, both.stderr  # nothing left to free: each says so, and nothing failed

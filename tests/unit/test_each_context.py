@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from kubectl_unfinalize.cli.commands import ScanCommand, parse
+from kubectl_unfinalize.cli.commands import RunCommand, ScanCommand, parse
 from kubectl_unfinalize.cli.flags import UsageError
 from kubectl_unfinalize.cli.scan_output import contexts_stderr_lines, render_contexts
 from kubectl_unfinalize.each_context import chosen, run_each
@@ -130,7 +130,7 @@ def test_the_text_groups_each_context_under_its_name_and_the_error_fails_it():
         held.raise_for_failure()
 
 
-def test_scan_takes_several_contexts_and_the_other_commands_refuse_them():
+def test_scan_and_the_freeing_commands_take_several_contexts_history_and_undo_one():
     command = parse(["scan", "--context", "a", "--context", "b"])
     assert isinstance(command, ScanCommand) and command.contexts == ("a", "b")
     assert command.connection.context == "a"
@@ -140,9 +140,11 @@ def test_scan_takes_several_contexts_and_the_other_commands_refuse_them():
     assert isinstance(every, ScanCommand) and every.all_contexts
     with pytest.raises(UsageError, match="--all-contexts and --context cannot be combined"):
         parse(["scan", "--all-contexts", "--context", "a"])
-    with pytest.raises(UsageError, match="several contexts .* apply to scan"):
-        parse(["crd", "widgets.example.com", "--context", "a", "--context", "b"])
-    with pytest.raises(UsageError, match="several contexts .* apply to scan"):
+    run = parse(["crd", "widgets.example.com", "--delete", "--context", "a", "--context", "b"])
+    assert isinstance(run, RunCommand) and run.contexts == ("a", "b") and run.options.delete
+    with pytest.raises(UsageError, match="-i and -o json|yaml take one context"):
+        parse(["crd", "widgets.example.com", "--all-contexts", "-o", "json"])
+    with pytest.raises(UsageError, match="history reads one context's records"):
         parse(["history", "--all-contexts"])
 
 

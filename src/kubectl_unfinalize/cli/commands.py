@@ -53,6 +53,8 @@ class RunCommand:
     output: Output
     interactive: bool = False  # -i: show the plan and ask first
     record: str | None = None  # --record: where the record goes (None: the default place; "none": nowhere)
+    contexts: tuple[str, ...] = ()  # --context repeated: the run in each (one context: `connection`'s)
+    all_contexts: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,10 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
     if args.all_contexts and contexts:
         raise UsageError("--all-contexts and --context cannot be combined")
     several = len(contexts) > 1 or args.all_contexts
-    if several and word not in SCAN_WORDS:
-        raise UsageError("several contexts (--context repeated, --all-contexts) apply to scan")
+    if several and word in HISTORY_WORDS + UNDO_WORDS:
+        raise UsageError(f"{word} reads one context's records: give one --context")
+    if several and word not in SCAN_WORDS and (args.interactive or output.format in ("json", "yaml")):
+        raise UsageError("-i and -o json|yaml take one context (scan takes several with -o json|yaml)")
     try:
         if word in SCAN_WORDS:
             if not args.free:
@@ -123,7 +127,10 @@ def parse(argv: Sequence[str], prog: str = "kubectl unfinalize") -> Command:
             raise UsageError("--last applies to history and undo")
         selection, options = _run_options(args, word)
         connection = to_connection_options(args, log=err, warn=warn)
-        return RunCommand(selection, options, connection, output, args.interactive, args.record)
+        contexts = contexts if several else ()
+        return RunCommand(
+            selection, options, connection, output, args.interactive, args.record, contexts, args.all_contexts
+        )
     except InputError as exc:  # the rules the Python API shares live in the option classes
         raise UsageError(str(exc)) from None
 

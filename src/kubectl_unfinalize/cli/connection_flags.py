@@ -39,10 +39,10 @@ def add_connection_flags(con: argparse._ArgumentGroup) -> None:
         "--context",
         action="append",
         metavar="CONTEXT",
-        help="kubeconfig context to use; scan takes several (repeated), each on its own connection",
+        help="kubeconfig context to use; repeated (scan, crd, ns, TYPE, -f): the same in each, on its own connection",
     )
     con.add_argument(
-        "--all-contexts", action="store_true", help="scan: every context of the kubeconfig, each on its own connection"
+        "--all-contexts", action="store_true", help="as --context repeated for every context of the kubeconfig"
     )
     con.add_argument("--cluster", help="kubeconfig cluster to use")
     con.add_argument("--user", help="kubeconfig user to use")

@@ -11,12 +11,13 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import UnfinalizeError
-from .exit import of_report
+from .exit import of_report, stopped
 from .flags import UsageError
 from .process import Stopped, command_line, err, signals_stop, warn
 
 if TYPE_CHECKING:
     from ..model import Outcome, Report, Targets
+    from ..options import ConnectionOptions
     from .commands import RunCommand
     from .output import ProgressDisplay
 
@@ -28,10 +29,11 @@ class _Printer:
     the -o json/yaml document. A closed stdout (`| head`) stops the printing, not the
     work: the run finishes freeing what it started, quietly."""
 
-    def __init__(self, output: str, color: bool, progress: ProgressDisplay | None) -> None:
+    def __init__(self, output: str, color: bool, progress: ProgressDisplay | None, prefix: str = "") -> None:
         from .output import DocumentStream, outcome_line
 
         self._line = outcome_line  # imported here once: an import in outcome() ran per object
+        self.prefix = prefix  # several contexts: the context each line is of
         self.output = output
         self.color = color
         self.progress = progress
@@ -50,7 +52,7 @@ class _Printer:
             return
         line = self._line(outcome, self.output, self.color)
         if line is not None:
-            self.write(line + "\n")
+            self.write(self.prefix + line + "\n")
 
     def flush(self) -> None:
         self.write("", flush=True)
@@ -75,6 +77,8 @@ class _Printer:
 
 
 def run(command: RunCommand) -> int:
+    if command.contexts or command.all_contexts:
+        return run_contexts(command)
     from ..api import run as run_api
     from .output import ProgressDisplay
 
@@ -118,6 +122,49 @@ def run(command: RunCommand) -> int:
     return of_report(report, stop.signum)
 
 
+def run_contexts(command: RunCommand) -> int:
+    """Several contexts (--context repeated, --all-contexts): the same run in each, on its
+    own connection, with its own record; each line names its context; the exit status is
+    the worst of theirs (a context that cannot be reached fails the run, by name)."""
+    from ..api import run as run_api
+    from ..each_context import chosen, run_each
+    from ..errors import ExitStatus, worst_status
+
+    names = chosen(command.connection, command.contexts, command.all_contexts)  # before anything is sent
+    color = sys.stdout.isatty() and not command.output.no_color and not os.environ.get("NO_COLOR")
+    interrupt = threading.Event()
+    printers = {name: _Printer(command.output.format, color, None, f"{name}: ") for name in names}
+
+    def one(connection: ConnectionOptions) -> Report:
+        context = str(connection.context)
+        return run_api(
+            command.selection,
+            command.options,
+            connection,
+            on_outcome=printers[context].outcome,
+            retain=False,
+            interrupt=interrupt,
+            on_warning=lambda message: warn(f"context {context}: {message}"),
+            record=command.record,
+            command=command_line(),
+        )
+
+    with signals_stop(interrupt) as stop:
+        outcomes = run_each(names, command.connection, one)
+    statuses = []
+    for outcome in outcomes:
+        printers[outcome.context].flush()
+        if outcome.result is None:
+            err(f"context {outcome.context}: error: {outcome.error}")
+            statuses.append(ExitStatus.FAILED)
+        else:
+            _summarize(outcome.result, command.output.quiet, f"context {outcome.context}: ")
+            statuses.append(of_report(outcome.result, stop.signum))
+    if interrupt.is_set():
+        return stopped(stop.signum)
+    return worst_status(statuses)
+
+
 def confirm(targets: Targets, delete: bool) -> bool:
     """-i: the plan on stderr, then y or N from the terminal."""
     from .output import plan_lines
@@ -131,22 +178,25 @@ def confirm(targets: Targets, delete: bool) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-def _summarize(report: Report, quiet: bool) -> None:
+def _summarize(report: Report, quiet: bool, prefix: str = "") -> None:
     from .output import deleting_line, summary_line
 
+    def say(line: str) -> None:
+        err(prefix + line)
+
     if report.aborted:
-        err("aborted: nothing was changed")
+        say("aborted: nothing was changed")
         return
     if not quiet:
         for skipped in report.skipped:  # a missing object's name, or why a type was not read
-            err(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
+            say(f"skipped: {skipped}" if " " in skipped else f"{skipped} not found (skipped)")
         if not sum(report.counts.values()) and not report.scanned and not report.skipped:
-            err("nothing to do: no matching custom resources, CRDs or namespaces")
+            say("nothing to do: no matching custom resources, CRDs or namespaces")
     if report.error:
-        err(f"error: {report.error}")
+        say(f"error: {report.error}")
     if not quiet:
         if deleting := deleting_line(report):
-            err(deleting)
+            say(deleting)
         if report.record:
-            err(f"record: {report.record} (history --last shows it; undo --last puts back what can be)")
-        err(summary_line(report))  # the last line: what scripts and people read first
+            say(f"record: {report.record} (history --last shows it; undo --last puts back what can be)")
+        say(summary_line(report))  # the last line: what scripts and people read first
