@@ -107,6 +107,9 @@ def test_scan_and_free_over_every_context_each_with_its_own_connection(control_p
     assert document["ok"] is True and [c["context"] for c in document["contexts"]] == ["one", "two"]
     records = [c["scan"]["record"] for c in document["contexts"]]
     assert len(set(records)) == 2 and all(Path(r).is_file() for r in records)  # one record per context
+    for name, record in zip(("one", "two"), records, strict=True):  # what reads it names its context
+        hint = f"(kubectl unfinalize history --context {name}; undo ID --context {name} puts back what it freed)"
+        assert f"context {name}: record: {record} {hint}" in freed.stderr.splitlines()
     assert all(gone(core, namespace) for core in cores.values())  # read back on each cluster
     for name, cp in (("one", control_plane), ("two", second)):
         patched = [
@@ -182,6 +185,13 @@ def test_a_freeing_command_runs_in_each_context_with_a_record_each(control_plane
     records = [line for line in result.stderr.splitlines() if ": record: " in line]
     assert sorted(line.split(":")[0] for line in records) == ["context one", "context two"]
     assert len({line.split("record: ")[1].split()[0] for line in records}) == 2
+    # the commands each record line names read that context's record (another's is not this one's)
+    for line in records:
+        context, path = line.split(":")[0].split()[1], line.split("record: ")[1].split()[0]
+        assert f"(history --last --context {context} shows it; undo --last --context {context} puts" in line
+        shown = cli("history", "--last", "--context", context, "-o", "json", env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["summary"]["id"] == Path(path).stem
     assert "context dead: error: cannot reach the API server at https://127.0.0.1:1" in result.stderr
 
     both = cli("configmaps", "cart", "-n", namespace, "--context", "one", "--context", "two", env=env)

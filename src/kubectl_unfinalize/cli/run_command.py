@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shlex
 import sys
 import threading
 import time
@@ -158,7 +159,7 @@ def run_contexts(command: RunCommand) -> int:
             err(f"context {outcome.context}: error: {outcome.error}")
             statuses.append(ExitStatus.FAILED)
         else:
-            _summarize(outcome.result, command.output.quiet, f"context {outcome.context}: ")
+            _summarize(outcome.result, command.output.quiet, outcome.context)
             statuses.append(of_report(outcome.result, stop.signum))
     if interrupt.is_set():
         return stopped(stop.signum)
@@ -178,8 +179,13 @@ def confirm(targets: Targets, delete: bool) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-def _summarize(report: Report, quiet: bool, prefix: str = "") -> None:
+def _summarize(report: Report, quiet: bool, context: str | None = None) -> None:
+    """`context`: the one of several contexts the run was in, named on each line and in
+    the commands that read its record."""
     from .output import deleting_line, summary_line
+
+    prefix = "" if context is None else f"context {context}: "
+    flag = "" if context is None else f" --context {shlex.quote(context)}"
 
     def say(line: str) -> None:
         err(prefix + line)
@@ -198,5 +204,5 @@ def _summarize(report: Report, quiet: bool, prefix: str = "") -> None:
         if deleting := deleting_line(report):
             say(deleting)
         if report.record:
-            say(f"record: {report.record} (history --last shows it; undo --last puts back what can be)")
+            say(f"record: {report.record} (history --last{flag} shows it; undo --last{flag} puts back what can be)")
         say(summary_line(report))  # the last line: what scripts and people read first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ def contexts_stderr_lines(scans: ContextScans, waited: bool = False) -> Iterator
         if name in scans.errors:
             yield f"context {name}: error: {scans.errors[name]}"
         else:
-            yield from (f"context {name}: {line}" for line in stderr_lines(scans.reports[name], waited))
+            yield from (f"context {name}: {line}" for line in stderr_lines(scans.reports[name], waited, name))
 
 
 def _document(document: dict[str, Any], output: str) -> str:
@@ -190,8 +191,9 @@ def _fix(commands: list[str] | None) -> Iterator[str]:
         yield f"    free: {command}"
 
 
-def freed_lines(report: ScanReport) -> Iterator[str]:
-    """scan --free: what each planned call did, then where its record is."""
+def freed_lines(report: ScanReport, context: str | None = None) -> Iterator[str]:
+    """scan --free: what each planned call did, then where its record is (the commands
+    that read it naming `context`, one of several the scan was of)."""
     for call in report.freed or ():
         done = call.report
         if done is None:
@@ -210,12 +212,14 @@ def freed_lines(report: ScanReport) -> Iterator[str]:
     if report.freed is not None and not report.freed:
         yield "freed nothing: nothing in scope was judged stuck"
     if report.record:
-        yield f"record: {report.record} (kubectl unfinalize history; undo ID puts back what it freed)"
+        flag = "" if context is None else f" --context {shlex.quote(context)}"
+        yield f"record: {report.record} (kubectl unfinalize history{flag}; undo ID{flag} puts back what it freed)"
 
 
-def stderr_lines(report: ScanReport, waited: bool = False) -> Iterator[str]:
-    """`waited`: scan --wait was asked for (report.waited is how long it took)."""
-    yield from freed_lines(report)
+def stderr_lines(report: ScanReport, waited: bool = False, context: str | None = None) -> Iterator[str]:
+    """`waited`: scan --wait was asked for (report.waited is how long it took); `context`:
+    the one of several contexts this report is of."""
+    yield from freed_lines(report, context)
     for line in report.not_scanned:
         yield f"not scanned: {line}"
     counts = {
