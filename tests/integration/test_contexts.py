@@ -196,3 +196,19 @@ def test_a_freeing_command_runs_in_each_context_with_a_record_each(control_plane
 
     both = cli("configmaps", "cart", "-n", namespace, "--context", "one", "--context", "two", env=env)
     assert both.returncode == 0, both.stderr  # nothing left to free: each says so, and nothing failed
+
+
+def test_scan_each_from_python_returns_one_report_per_context(control_plane, second, merged, held):
+    from kubectl_unfinalize import ContextScans, IncompleteError, scan_each
+    from kubectl_unfinalize.errors import ExitStatus
+
+    namespace = f"ctx-{secrets.token_hex(4)}"
+    held(second.kubeconfig, namespace)
+    scans = scan_each(all_contexts=True, kubeconfig=str(merged), namespace=namespace)
+    assert isinstance(scans, ContextScans) and scans.contexts == ["one", "two", "dead"]
+    assert scans.reports["one"].ok and [g.resource for g in scans.reports["two"].pending] == ["configmaps"]
+    assert set(scans.errors) == {"dead"} and scans.errors["dead"].startswith("cannot reach the API server")
+    assert scans.statuses == {"one": ExitStatus.OK, "two": ExitStatus.PENDING, "dead": ExitStatus.FAILED}
+    assert scans.exit_status == ExitStatus.FAILED
+    with pytest.raises(IncompleteError, match=r"context dead: cannot reach.*; context two: 1 configmaps held by"):
+        scans.raise_for_failure()
