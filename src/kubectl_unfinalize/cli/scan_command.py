@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import UnfinalizeError
@@ -35,10 +36,7 @@ def scan(command: ScanCommand) -> int:
             raise
     if interrupt.is_set():
         return stopped(stop.signum)
-    _write(render(report, command.output.format))
-    if not command.output.quiet:
-        for line in stderr_lines(report, waited=command.options.wait):
-            err(line)
+    _show(command, render(report, command.output.format), stderr_lines(report, waited=command.options.wait))
     return of_scan(report)
 
 
@@ -56,19 +54,20 @@ def scan_contexts(command: ScanCommand) -> int:
         scans = run_scans(options, command.connection, names, interrupt=interrupt, on_warning=warn)
     if interrupt.is_set():
         return stopped(stop.signum)
-    _write(render_contexts(scans, command.output.format))
-    if not command.output.quiet:
-        for line in contexts_stderr_lines(scans, waited=command.options.wait):
-            err(line)
+    _show(command, render_contexts(scans, command.output.format), contexts_stderr_lines(scans, command.options.wait))
     return scans.exit_status
 
 
-def _write(text: str) -> None:
+def _show(command: ScanCommand, text: str, summary: Iterable[str]) -> None:
+    """The report on stdout (a closed pipe is not an error), its summary on stderr unless -q."""
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
         pass
+    if not command.output.quiet:
+        for line in summary:
+            err(line)
 
 
 def _recorded(options: ScanOptions) -> ScanOptions:
