@@ -32,6 +32,7 @@ def scan(
     groups: Sequence[str] = (),
     include_blocked: bool = False,
     force_lost_pods: bool = False,
+    events: bool = False,
     dry_run: DryRun | str | None = None,
     max_objects: int | None = None,
     record: str | None = None,
@@ -67,6 +68,7 @@ def scan(
     `report.record` the record. `max_objects` refuses (InputError, nothing changed) when
     all the calls together would change more; `dry_run` ("server", "client") frees nothing.
     `force_lost_pods` also force-deletes the pods the scan finds held by a lost node.
+    `events` writes one Kubernetes Event per freed group and namespace (scanning.freed_events).
     """
     from .scanning.options import ScanOptions, free_options
     from .scanning.patience import GRACE
@@ -91,6 +93,7 @@ def scan(
             max_objects=max_objects,
             record=record,
             force_lost_pods=force_lost_pods,
+            events=events,
         ),
     )
     connection = connection_of(connection, kubeconfig, context)

@@ -30,6 +30,7 @@ from .options import ConnectionOptions, DryRun, Options
 from .records.recorded import Header, recorded, report_counts
 from .resolve import resolve
 from .resolve.documents import declared_crds
+from .scanning.freed_events import announce
 from .scanning.options import ScanOptions
 from .scanning.remedy import Call, plan
 from .scanning.report import FreedCall, ScanReport
@@ -115,6 +116,8 @@ def free_stuck(
             recording.count(report_counts(result))
             freed.append(FreedCall(call.resource, list(call.finalizers), list(call.groups), result))
         recording.ok = all(f.report is not None and f.report.ok for f in freed)
+    if free.events and free.dry_run is DryRun.NONE:  # a report of what was done: never part of the frees
+        announce(cluster, freed, recording.id, warn)
     if raised is not None and not any(f.report and f.report.count(Action.UNFINALIZED) for f in freed):
         raise raised
     return freed + gone, recording.path

@@ -12,14 +12,15 @@ VERBS = ["get", "list", "watch", "patch", "delete"]
 
 
 def test_the_manifests_say_what_the_recipe_promises() -> None:
-    (rule,) = yaml.safe_load((JANITOR / "clusterrole.yaml").read_text())["rules"]
+    rule, events = yaml.safe_load((JANITOR / "clusterrole.yaml").read_text())["rules"]
     assert rule["verbs"] == VERBS and "*" not in rule["verbs"]
+    assert events == {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}
     cronjob = yaml.safe_load((JANITOR / "cronjob.yaml").read_text())
     assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
     (container,) = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     args = container["args"]
     assert args[:2] == ["scan", "--free"] and "--older-than=30m" in args and "-A" in args
-    assert "--exclude-namespace=kube-system" in args and "--record=/dev/stdout" in args
+    assert "--exclude-namespace=kube-system" in args and "--record=/dev/stdout" in args and "--events" in args
 
 
 def test_the_cronjobs_args_are_the_one_home_of_what_the_janitor_runs() -> None:

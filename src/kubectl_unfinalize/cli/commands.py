@@ -186,6 +186,7 @@ def _scan_options(args: argparse.Namespace) -> ScanOptions:
             max_objects=args.max_objects,
             record=args.record,
             force_lost_pods=args.force_lost_pods,
+            events=args.events,
         ),
     )
 
@@ -214,8 +215,8 @@ def _check_run(args: argparse.Namespace, word: str | None) -> None:
     """The combinations only a command line can get wrong, in the order they are reported."""
     if args.output == "wide" or args.older_than or args.include_live or args.free:
         raise UsageError("-o wide, --older-than, --all and --free apply to scan only")
-    if args.include_blocked or args.exclude_namespace:
-        raise UsageError("--include-blocked and --exclude-namespace apply to scan --free")
+    if args.include_blocked or args.exclude_namespace or args.events:
+        raise UsageError("--include-blocked, --exclude-namespace and --events apply to scan --free")
     if args.category and (args.filename or (word is not None and word not in CRD_WORDS)):
         raise UsageError("--category applies to crd")
     if args.force_lost_pods and word in CRD_WORDS:

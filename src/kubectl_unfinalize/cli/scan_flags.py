@@ -109,6 +109,13 @@ def add_scan_flags(group: argparse._ArgumentGroup) -> None:
         help="scan --free: also free blocked groups (a live controller that says it cannot finish)",
     )
     group.add_argument(
+        "--events",
+        action="store_true",
+        help="scan --free: one Kubernetes Event per freed group and namespace, on its objects (reason "
+        "FinalizersRemoved, the finalizers, the verdict and the record's ID); without the permission "
+        "to create Events, a warning and the frees still done",
+    )
+    group.add_argument(
         "--exclude-namespace",
         action="append",
         default=[],
@@ -123,8 +130,8 @@ def scan_problem(args: argparse.Namespace) -> str:
         return f"scan takes no names (got {' '.join(args.words[1:])!r}); narrow it with -n NAMESPACE"
     if args.free:
         return _free_problem(args)
-    if args.include_blocked or args.exclude_namespace or args.force_lost_pods:
-        return "--include-blocked, --exclude-namespace and --force-lost-pods apply to scan --free"
+    if args.include_blocked or args.exclude_namespace or args.force_lost_pods or args.events:
+        return "--include-blocked, --exclude-namespace, --force-lost-pods and --events apply to scan --free"
     used = [flag for dest, flag in NOT_FOR_SCAN.items() if getattr(args, dest)]
     if args.dry_run != "none":
         used.append("--dry-run")

@@ -45,6 +45,7 @@ class Recording:
     counts: Counter[str] = field(default_factory=Counter)
     ok: bool = False
     path: str = ""
+    id: str = ""  # the record's ID ("" when none is written: a dry run, record="none")
 
     def count(self, counts: Mapping[str, int]) -> None:
         self.counts.update(counts)
@@ -60,7 +61,8 @@ def recorded(
 ) -> Iterator[Recording]:
     """`record` as unfinalize(record=...): None the default place, a folder or a file,
     "none" nowhere. An exception ends the record as not ok, and goes on."""
-    recording = Recording(_start(record, header, warn, dry_run, backups))
+    journal, run_id = _start(record, header, warn, dry_run, backups)
+    recording = Recording(journal, id=run_id)
     started = time.monotonic()
     try:
         yield recording
@@ -71,10 +73,13 @@ def recorded(
         recording.path = _finish(recording, time.monotonic() - started)
 
 
-def _start(record: str | None, header: Header, warn: Callable[[str], None], dry_run: DryRun, backups: bool) -> Journal:
+def _start(
+    record: str | None, header: Header, warn: Callable[[str], None], dry_run: DryRun, backups: bool
+) -> tuple[Journal, str]:
+    """The journal, and the record's ID ("" when none is written)."""
     path = path_for(record, run_id := new_id())
     if path is None or dry_run is not DryRun.NONE:
-        return NO_JOURNAL
+        return NO_JOURNAL, ""
     fields: dict[str, Any] = {
         "version": __version__,
         "command": header.command if header.command is not None else "python: " + " ".join(sys.argv[:1]),
@@ -85,7 +90,8 @@ def _start(record: str | None, header: Header, warn: Callable[[str], None], dry_
     }
     if header.undoes:
         fields["undoes"] = header.undoes
-    return open_journal(path, run_id, fields, warn, backups)
+    journal = open_journal(path, run_id, fields, warn, backups)
+    return journal, run_id if isinstance(journal, RecordJournal) else ""
 
 
 def _finish(recording: Recording, seconds: float) -> str:

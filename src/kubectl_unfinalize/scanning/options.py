@@ -27,6 +27,7 @@ class FreeOptions:
     command: str | None = None  # what the record's header says was run
     settle: bool = True  # a Terminating CRD whose objects are freed is waited on until it is gone
     force_lost_pods: bool = False  # the pods scan finds held by a lost node, force-deleted (never implied)
+    events: bool = False  # one Kubernetes Event per freed group and namespace (freed_events)
 
     def __post_init__(self) -> None:
         check_cap(self.max_objects)
@@ -75,6 +76,7 @@ def free_options(
     max_objects: int | None,
     record: str | None,
     force_lost_pods: bool = False,
+    events: bool = False,
 ) -> FreeOptions | None:
     """scan()'s keywords of free=True; given without it they are refused, not ignored."""
     if not free:
@@ -88,6 +90,7 @@ def free_options(
             "max_objects": max_objects is not None,
             "record": record is not None,
             "force_lost_pods": force_lost_pods,
+            "events": events,
         }
         given = [name for name, value in asked.items() if value]
         if given:
@@ -95,7 +98,13 @@ def free_options(
         return None
     scope = Scope(_tuple(namespaces), _tuple(groups), _tuple(finalizers), _tuple(exclude_namespaces))
     return FreeOptions(
-        scope, include_blocked, DryRun.parse(dry_run), max_objects, record, force_lost_pods=force_lost_pods
+        scope,
+        include_blocked,
+        DryRun.parse(dry_run),
+        max_objects,
+        record,
+        force_lost_pods=force_lost_pods,
+        events=events,
     )
 
 
