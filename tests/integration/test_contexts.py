@@ -169,13 +169,14 @@ def test_a_printed_command_frees_in_its_own_context(control_plane, second, merge
 
 
 @pytest.mark.timeout(240)
-def test_a_freeing_command_runs_in_each_context_with_a_record_each(control_plane, second, merged, cli, held):
+def test_a_freeing_command_runs_in_each_context_with_a_record_each(control_plane, second, merged, cli, held, tmp_path):
     """`configmaps cart -n NS --finalizer F` with --all-contexts: freed on both clusters
     (read back), each line and summary naming its context, one record per context; the
     dead context fails the run by name."""
     namespace = f"ctx-{secrets.token_hex(4)}"
     cores = {"one": held(control_plane.kubeconfig, namespace), "two": held(second.kubeconfig, namespace)}
-    env = {"KUBECONFIG": str(merged)}
+    # a folder of records of this test alone: "--last" is then this run's, not another test's of the session
+    env = {"KUBECONFIG": str(merged), "XDG_STATE_HOME": str(tmp_path / "state")}
     result = cli("configmaps", "cart", "-n", namespace, "--finalizer", FINALIZER, "--all-contexts", env=env)
     assert result.returncode == 1, result.stdout + result.stderr
     assert sorted(result.stdout.splitlines()) == [
