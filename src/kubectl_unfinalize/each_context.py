@@ -1,5 +1,5 @@
 """Several kubeconfig contexts in one run (`--context` repeated, `--all-contexts`,
-`scan(contexts=...)`): the same job in each, on a connection of its own (its cluster, its
+`scan_each(contexts=...)`): the same job in each, on a connection of its own (its cluster, its
 credentials, its kuberc check), a few contexts at a time. A context that cannot be
 reached, or whose credentials fail, is that context's outcome: the others still run."""
 

@@ -217,6 +217,16 @@ class ConnectionOptions:
             raise ConfigError("--as-group needs a group name")
 
 
+def context_flag(context: str | None) -> str:
+    """` --context NAME` for a printed command of one of several contexts ("" for none):
+    without it, the command would act on the kubeconfig's current context."""
+    if context is None:
+        return ""
+    import shlex  # only for several contexts: not on every run's start-up
+
+    return f" --context {shlex.quote(context)}"
+
+
 def connection_of(
     connection: ConnectionOptions | None, kubeconfig: str | None, context: str | None
 ) -> ConnectionOptions:

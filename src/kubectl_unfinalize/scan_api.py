@@ -153,15 +153,12 @@ def _in_each(
     connection: ConnectionOptions, names: list[str], job: Callable[[ConnectionOptions], ScanReport]
 ) -> ContextScans:
     from .each_context import run_each
-    from .errors import ExitStatus
     from .scanning.report import ContextScans
 
     scans = ContextScans(names)
     for outcome in run_each(names, connection, job):
         if outcome.result is None:
             scans.errors[outcome.context] = str(outcome.error)
-            scans.statuses[outcome.context] = ExitStatus.FAILED
         else:
             scans.reports[outcome.context] = outcome.result.naming_context(outcome.context)
-            scans.statuses[outcome.context] = outcome.result.exit_status
     return scans

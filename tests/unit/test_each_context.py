@@ -94,9 +94,7 @@ def test_the_exit_status_is_1_over_3_over_0(statuses, worst):
 def scans() -> ContextScans:
     held = ContextScans(["one", "gone"])
     held.reports["one"] = ScanReport(types=3, objects=7)
-    held.statuses["one"] = held.reports["one"].exit_status
     held.errors["gone"] = "cannot reach the API server at https://127.0.0.1:1"
-    held.statuses["gone"] = ExitStatus.FAILED
     return held
 
 

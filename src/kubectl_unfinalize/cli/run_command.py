@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import gc
 import os
-import shlex
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from ..errors import UnfinalizeError
+from ..options import context_flag
 from .exit import of_report, stopped
 from .flags import UsageError
 from .process import Stopped, command_line, err, signals_stop, warn
@@ -185,7 +185,7 @@ def _summarize(report: Report, quiet: bool, context: str | None = None) -> None:
     from .output import deleting_line, summary_line
 
     prefix = "" if context is None else f"context {context}: "
-    flag = "" if context is None else f" --context {shlex.quote(context)}"
+    flag = context_flag(context)
 
     def say(line: str) -> None:
         err(prefix + line)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..durations import ago, format_seconds
 from ..finalizers import CRD_CLEANUP
 from ..model import Action
+from ..options import context_flag
 from ..scanning.model import Group, State
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ def freed_lines(report: ScanReport, context: str | None = None) -> Iterator[str]
     if report.freed is not None and not report.freed:
         yield "freed nothing: nothing in scope was judged stuck"
     if report.record:
-        flag = "" if context is None else f" --context {shlex.quote(context)}"
+        flag = context_flag(context)
         yield f"record: {report.record} (kubectl unfinalize history{flag}; undo ID{flag} puts back what it freed)"
 
 

@@ -7,13 +7,13 @@ docs/scan.schema.json; a field is added there before it is added here.
 
 from __future__ import annotations
 
-import shlex
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ExitStatus, IncompleteError, worst_status
 from ..model import Action, Report
+from ..options import context_flag
 from .model import CorruptObject, Fix, Group, LostPod, TerminatingCrd, TerminatingNamespace
 
 SCHEMA_VERSION = "kubectl-unfinalize.scan/v1"
@@ -140,7 +140,7 @@ class ScanReport:
     def naming_context(self, context: str) -> ScanReport:
         """Each command the report prints, with `--context CONTEXT` (in place): in a scan
         of several contexts, a command without it would act on the kubeconfig's current one."""
-        flag = f" --context {shlex.quote(context)}"
+        flag = context_flag(context)
         lists = [g.commands for g in self.groups] + [c.commands for c in self.crds]
         lists += [n.commands for n in self.namespaces] + [c.commands for c in self.corrupt]
         lists += [p.commands for p in self.lost_pods] + [f.commands for f in self.fixes]
@@ -182,20 +182,27 @@ class ContextScans:
     """scan over several kubeconfig contexts: one ScanReport per context that was read, the
     error of each that was not (unreachable, refused credentials). It passes only when
     every context was read and passes; its exit status is the worst of theirs, an error
-    counting as a failure (each_context.worst)."""
+    counting as a failure (errors.worst_status)."""
 
     contexts: list[str]  # in the order they were asked for
     reports: dict[str, ScanReport] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-    statuses: dict[str, ExitStatus] = field(default_factory=dict)  # each context's own exit status
 
     @property
     def ok(self) -> bool:
         return not self.errors and all(report.ok for report in self.reports.values())
 
     @property
+    def statuses(self) -> dict[str, ExitStatus]:
+        """Each context's own exit status: its report's, FAILED for one that was not read."""
+        return {
+            name: self.reports[name].exit_status if name in self.reports else ExitStatus.FAILED
+            for name in self.contexts
+        }
+
+    @property
     def exit_status(self) -> ExitStatus:
-        return worst_status(self.statuses.get(name, ExitStatus.FAILED) for name in self.contexts)
+        return worst_status(self.statuses.values())
 
     def raise_for_failure(self) -> ContextScans:
         """As ScanReport's, each line naming its context."""
@@ -218,7 +225,7 @@ class ContextScans:
                 {
                     "context": name,
                     "ok": name in self.reports and self.reports[name].ok,
-                    "exitStatus": int(self.statuses.get(name, ExitStatus.FAILED)),
+                    "exitStatus": int(self.statuses[name]),
                     "error": self.errors.get(name),
                     "scan": self.reports[name].to_dict() if name in self.reports else None,
                 }
