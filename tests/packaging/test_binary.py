@@ -124,6 +124,21 @@ def test_a_freeing_run_never_unpacks_the_client_paths_libraries(binary):
     assert imported & lazy_modules == set(), sorted(imported & lazy_modules)
 
 
+def test_the_binary_carries_its_interpreters_precompiled_dataclass_methods(binary, tmp_path):
+    """dataclass-code.marshal is unpacked beside the hook that reads it, and was written by
+    the interpreter the binary runs (the hook ignores a table of any other)."""
+    import marshal
+
+    from PyInstaller.archive.readers import CArchiveReader
+
+    reader = CArchiveReader(str(binary))
+    assert "dataclass_code_rthook" in reader.toc
+    version, table = marshal.loads(reader.extract("dataclass-code.marshal"))
+    python = run(binary, tmp_path, "--version").stdout.split("(python ")[1].split(",")[0]
+    assert version.split()[0] == python
+    assert len(table) > 200 and all(text.startswith("def __create_fn__(") for text in table)
+
+
 def test_binary_completes(binary, tmp_path):
     result = run(binary, tmp_path, "__complete", "crd", "x", "-o", "")
     assert (result.returncode, result.stdout) == (0, "text\nname\nwide\njson\nyaml\n:4\n")
