@@ -25,7 +25,6 @@ import base64
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -91,6 +90,8 @@ class ExecPlugin:
         info = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": spec}
         env = {**os.environ, **self._env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
         argv = self._argv if self._policy is None else [self._policy.check(self.path), *self._argv[1:]]
+        import subprocess  # here: a kubeconfig without an exec plugin does not pay its import at start-up
+
         try:
             done = subprocess.run(
                 argv,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ def new_id(now: float | None = None) -> str:
     """Sortable by time (history lists newest first without reading every file), unique
     without a lock (two runs in the same second get different suffixes)."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(2)}"
+    return f"{stamp}-{os.urandom(2).hex()}"  # what secrets.token_hex(2) is, without its import (hmac, random)
 
 
 def path_for(record: str | None, run_id: str) -> Path | None:
