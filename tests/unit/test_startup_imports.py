@@ -50,3 +50,20 @@ def test_a_freeing_run_imports_no_standard_module_only_a_rare_path_needs():
         "print(sorted(m for m in ('secrets', 'hmac', 'random', 'subprocess') if m in sys.modules))\n"
     )
     assert printed(code) == "[]"
+
+
+def test_an_answer_never_retried_computes_no_backoff():
+    """Every teardown ends on a 404 (its CRD read gone): deciding not to retry it drew a
+    random backoff first, and random's import (hashlib, bisect) came with it."""
+    code = (
+        "import sys\n"
+        "from kubectl_unfinalize.deadline import NO_DEADLINE\n"
+        "from kubectl_unfinalize.errors import ApiError\n"
+        "from kubectl_unfinalize.kube.retries import Attempts\n"
+        "attempts = Attempts(None, 'GET /x', NO_DEADLINE, True, None)\n"
+        "try:\n"
+        "    attempts.after_status(ApiError(404, 'NotFound', 'not found'))\n"
+        "except ApiError as error:\n"
+        "    print(error.status, 'random' in sys.modules)\n"
+    )
+    assert printed(code) == "404 False"

@@ -100,10 +100,11 @@ class Attempts:
         if throttled:
             self._transport.pushed_back(self.started)
         self._internal_errors += status == 500
+        if status not in RETRY_STATUSES:  # a 404 or a 409 is the caller's answer: no delay to draw
+            raise error
         delay = _retry_delay(error, self.count)
         retry = (
-            status in RETRY_STATUSES
-            and not isinstance(error, CorruptObjects)  # what storage holds does not change by asking again
+            not isinstance(error, CorruptObjects)  # what storage holds does not change by asking again
             and not (self._probe and status in UNAVAILABLE)
             and self._internal_errors < MAX_ATTEMPTS_500
             and (self._bounded or self.count < MAX_ATTEMPTS)
