@@ -32,6 +32,21 @@ def fmt_spread(values: list[float]) -> str:
     return f"{med(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def cpu_split(results: Results) -> dict[str, tuple[float, float]]:
+    """Each peer's median CPU as a line through the smallest and the largest N: (fixed
+    seconds, milliseconds per object). A ratio of CPU per object at one N mixes the two,
+    and a start-up of 0.1 s is half of it at N=2,000; {} with fewer than two sizes."""
+    if len(results) < 2:
+        return {}
+    low, high = min(results), max(results)
+    split = {}
+    for peer in results[low]:
+        cpu_low, cpu_high = (med([s.cpu for s in results[n][peer]]) for n in (low, high))
+        marginal = (cpu_high - cpu_low) / (high - low)
+        split[peer] = (cpu_low - marginal * low, marginal * 1000)
+    return split
+
+
 def samples_json(samples: list[Sample]) -> list[dict[str, float | int]]:
     return [s.to_json() for s in samples]
 
@@ -160,6 +175,19 @@ class Report:
                     f"{t['rss']:.0f} / {c['rss']:.0f}",
                 ]
             )
+        split = cpu_split(results)
+        if split:
+            for peer, (fixed, marginal) in split.items():
+                self.figure(f"{section}.fixed.{peer}.cpu_s", fixed)
+                self.figure(f"{section}.marginal.{peer}.cpu_ms_per_object", marginal)
+            (t_fixed, t_marginal), (c_fixed, c_marginal) = split["tool"], split["ceiling"]
+            ratio = self.figure(f"{section}.marginal.ratio.cpu", t_marginal / c_marginal)
+            low, high = min(results), max(results)
+            notes = [
+                f"CPU split by the line through N={low:,} and N={high:,}: per object {t_marginal:.3f} / "
+                f"{c_marginal:.3f} ms ({ratio:.2f}x), fixed {t_fixed:.2f} / {c_fixed:.2f} s (tool / ceiling).",
+                *notes,
+            ]
         self.table(title, THROUGHPUT_HEADER, rows, notes)
         self.save()
 
