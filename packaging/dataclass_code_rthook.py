@@ -71,21 +71,29 @@ def install(path):
         dataclasses._create_fn = _create_fn_from(table)
 
 
-def build(out, package="kubectl_unfinalize"):
-    """Imports every module of package with a recording _create_fn; writes the table."""
-    import dataclasses
+def modules(package="kubectl_unfinalize"):
+    """The package's modules the binary can import, imported: not __main__ (it runs the
+    command line) nor the pytest plugin (the binary leaves pytest out, and a build
+    environment need not have it)."""
     import importlib
-    import marshal
     import pkgutil
+
+    root = importlib.import_module(package)
+    names = [info.name for info in pkgutil.walk_packages(root.__path__, f"{package}.")]
+    skipped = (f"{package}.__main__", f"{package}.pytest_plugin")
+    return [importlib.import_module(n) for n in names if not n.startswith(skipped)]
+
+
+def build(out):
+    """Imports the package's modules with a recording _create_fn; writes the table."""
+    import dataclasses
+    import marshal
 
     if not replaceable():
         raise SystemExit(f"dataclass_code_rthook: dataclasses._create_fn of {sys.version} is not the one it rewrites")
     table = {}
     dataclasses._create_fn = _create_fn_from(table, record=True)
-    root = importlib.import_module(package)
-    for info in pkgutil.walk_packages(root.__path__, f"{package}."):
-        if not info.name.endswith(".__main__"):  # that one runs the command line
-            importlib.import_module(info.name)
+    modules()
     with open(out, "wb") as f:
         marshal.dump((sys.version, dict(sorted(table.items()))), f)
     return table

@@ -16,7 +16,7 @@ HOOK = ROOT / "packaging" / "dataclass_code_rthook.py"
 # Prints, for every dataclass of the package, a digest of each method dataclasses generated,
 # and how many texts the hook had to compile (after installing the table in argv[1], if any).
 FINGERPRINTS = """
-import builtins, dataclasses, hashlib, importlib, json, pkgutil, sys
+import builtins, dataclasses, hashlib, json, sys
 sys.path.insert(0, {packaging!r})
 import dataclass_code_rthook as hook
 compiled = []
@@ -28,9 +28,7 @@ if len(sys.argv) > 1:
             compiled.append(text)
         return real_compile(text, *a, **k)
     builtins.compile = counting
-import kubectl_unfinalize as root
-names = [i.name for i in pkgutil.walk_packages(root.__path__, "kubectl_unfinalize.") if not i.name.endswith("__main__")]
-modules = [importlib.import_module(n) for n in names]
+modules = hook.modules()
 builtins.compile = compile
 prints = {{}}
 for module in modules:
@@ -79,3 +77,19 @@ def test_a_table_from_another_interpreter_is_not_used(tmp_path):
     assert fingerprints(table)["replaced"] is False
     (tmp_path / "dataclass-code.marshal").write_bytes(b"not a table")
     assert fingerprints(table)["replaced"] is False
+
+
+def test_the_table_builds_where_pytest_is_not_installed(tmp_path):
+    """The release's build environment is the runtime set and PyInstaller: the pytest
+    plugin, which the binary leaves out, is not imported to build the table."""
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(HOOK.parent)!r})\n"
+        "sys.modules['pytest'] = sys.modules['_pytest'] = None  # as if not installed\n"
+        "import dataclass_code_rthook as hook\n"
+        f"print(len(hook.build({str(tmp_path / 'table')!r})))\n"
+    )
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 200
