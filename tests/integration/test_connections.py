@@ -40,7 +40,8 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
     import yaml
     from controlplane.proxy import LoopbackProxy
 
-    from kubectl_unfinalize.net.bulk import Bulk, BulkPatch
+    from kubectl_unfinalize.net.bulk import Bulk
+    from kubectl_unfinalize.net.bulk_patch import BulkPatch
 
     names = [f"warm-{i}" for i in range(4)]
     for name in names:
@@ -55,8 +56,14 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
             done, back = [], []
 
             class Sink:
+                def places(self, wanted):
+                    return wanted
+
                 def finished(self, started):
                     pass
+
+                def returned(self, job):
+                    back.append(job)
 
                 def requeue(self, job, wait=0.0):
                     back.append(job)

@@ -466,6 +466,7 @@ class FakeBulk:
         self.sent: list[str] = []
         self._jobs: queue.SimpleQueue[tuple[RemoveAll, float] | None] = queue.SimpleQueue()
         self._stopped = False
+        self._nudged = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fake-bulk", daemon=True)
         self._thread.start()
 
@@ -473,6 +474,9 @@ class FakeBulk:
         self._jobs.put((job, time.monotonic()))
         if self._stopped:  # after a bug here, or close(): the workers send it
             self._hand_back()
+
+    def nudge(self) -> None:
+        self._nudged.set()
 
     def release(self, timeout: float = 1.0) -> None:
         pass  # no connections to give away
@@ -484,6 +488,9 @@ class FakeBulk:
     def _run(self) -> None:
         try:
             while (item := self._jobs.get()) is not None:
+                while not self.sink.places(1):  # as bulk.Bulk: sent once the workers give it a place
+                    self._nudged.wait(0.05)
+                    self._nudged.clear()
                 self._one(*item)
         except BaseException as exc:  # noqa: BLE001 - like bulk.Bulk: a bug here reaches the engine
             self.sink.failed(exc)
@@ -498,7 +505,7 @@ class FakeBulk:
             except queue.Empty:
                 return
             if item is not None:
-                self.sink.requeue(item[0])
+                self.sink.returned(item[0])  # never given a place
 
     def _one(self, job: RemoveAll, started: float) -> None:
         name = job.meta.ref.name

@@ -118,10 +118,22 @@ class RecordingSink:
         self.requeued: list[object] = []
         self.waits: list[float] = []  # the Retry-After each handed-back job is to wait first
         self.failures: list[BaseException] = []
+        self.returns: list[object] = []  # what returned() was given (never had a place), run
+        self.room: int | None = None  # places left to give (places()); None: as many as asked
         self._events = threading.Semaphore(0)
+
+    def places(self, wanted: int) -> int:
+        granted = wanted if self.room is None else max(0, min(wanted, self.room))
+        if self.room is not None:
+            self.room -= granted
+        return granted
 
     def finished(self, started: float) -> None:
         self.started.append(started)
+        self._events.release()
+
+    def returned(self, job: Callable[[], object]) -> None:
+        self.returns.append(job())
         self._events.release()
 
     def requeue(self, job: Callable[[], object], wait: float = 0.0) -> None:

@@ -14,7 +14,8 @@ import pytest
 from loopback import OK, Late, LoopbackServer, RecordingSink, chunked
 
 from kubectl_unfinalize.kube.transport import throttled_wait
-from kubectl_unfinalize.net.bulk import Bulk, BulkPatch
+from kubectl_unfinalize.net.bulk import Bulk
+from kubectl_unfinalize.net.bulk_patch import BulkPatch
 from kubectl_unfinalize.net.connections import Connections, Endpoint
 
 THROTTLED = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}"
@@ -132,7 +133,8 @@ def test_when_no_connection_can_be_opened_everything_goes_back_unsent():
         bulk.put(patch(f"/o/{i}"))
     assert sink.wait(3)
     bulk.close()
-    assert sorted(sink.requeued) == ["fallback /o/0", "fallback /o/1", "fallback /o/2"]
+    assert sorted(sink.requeued + sink.returns) == ["fallback /o/0", "fallback /o/1", "fallback /o/2"]
+    assert len(sink.requeued) == 2, "the two given a place (the cap) go back with it, the third without"
 
 
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "bug"])
@@ -146,7 +148,9 @@ def test_after_close_or_a_bug_a_patch_goes_to_the_workers(closed):
         bulk.put(patch("/o/1"))
         assert sink.wait(1 if closed else 2)
         bulk.close()
-    assert sink.requeued == ["fallback /o/1"]
+    # closed: it never had a place, and goes back without one; the bug: it had one
+    assert (sink.returns if closed else sink.requeued) == ["fallback /o/1"]
+    assert (sink.requeued if closed else sink.returns) == []
     assert bool(sink.failures) is not closed
 
 
@@ -173,7 +177,7 @@ def test_patches_waiting_for_a_connection_go_back_when_one_cannot_be_opened():
         assert sink.wait(3, timeout=3), "a patch waited for a connection that never came"
         waited = time.monotonic() - started
         bulk.close()
-    assert sorted(sink.requeued) == ["fallback /o/0", "fallback /o/1", "fallback /o/2"]
+    assert sorted(sink.requeued + sink.returns) == ["fallback /o/0", "fallback /o/1", "fallback /o/2"]
     assert sink.failures == []
     assert waited < 1.0
 
@@ -262,3 +266,25 @@ def test_connections_warmed_and_given_away_are_not_opened_again():
         assert server.connections == 4, f"{server.connections - 4} opened again after release()"
         connections.close()
     assert sink.requeued == [] and sink.failures == []
+
+
+def test_a_patch_is_sent_once_the_workers_give_it_a_place_and_not_before():
+    """Patches are put ahead of their place (the workers' backlog): the sender sends no
+    more than places() grants, and a nudge (a place freed on another thread) sends the next."""
+    requests = []
+    with LoopbackServer(lambda method, path: requests.append(path) or OK) as server:
+        sink = RecordingSink()
+        sink.room = 1
+        done: list[str] = []
+        bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, unthrottled, sink, 4)
+        for i in range(3):
+            bulk.put(patch(f"/o/{i}", done))
+        assert sink.wait(1, timeout=5)
+        time.sleep(0.2)
+        assert requests == ["/o/0"], "sent without a place"
+        sink.room = 2
+        bulk.nudge()
+        assert sink.wait(2, timeout=5), "a nudge with two places free sent nothing"
+        bulk.close()
+    assert requests == ["/o/0", "/o/1", "/o/2"] and done == requests
+    assert sink.requeued == [] and sink.returns == [] and sink.failures == []

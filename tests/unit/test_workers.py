@@ -69,7 +69,7 @@ def test_never_more_jobs_in_flight_than_the_limit():
 
 
 def test_read_ahead_fetches_from_the_start_and_stops_when_closed():
-    from kubectl_unfinalize.engine.workers import ReadAhead
+    from kubectl_unfinalize.engine.read_ahead import ReadAhead
 
     fetched = []
 
@@ -240,5 +240,148 @@ def test_a_jobs_latency_leaves_out_the_time_it_was_parked():
         pool.drain(timeout=5)
         assert len(latencies) == 2
         assert all(0.005 < latency < 0.2 for latency in latencies), latencies
+    finally:
+        pool.close()
+
+
+class Sender:
+    """A bulk sender that only records: what was put (the backlog), and each nudge."""
+
+    def __init__(self):
+        self.put_jobs = []
+        self.nudged = threading.Event()
+
+    def put(self, job):
+        self.put_jobs.append(job)
+
+    def nudge(self):
+        self.nudged.set()
+
+    def release(self, timeout=1.0):
+        pass
+
+    def close(self):
+        pass
+
+
+def remove_all(name="o"):
+    from kubectl_unfinalize.kube.port import RemoveAll
+    from kubectl_unfinalize.model import ObjectMeta, ObjectRef, Resource
+
+    ref = ObjectRef(Resource("example.com", "v1", "widgets", "Widget", True), name, "ns")
+    return RemoveAll(ObjectMeta(ref, "u", "1", ("x",), False), lambda version: None, lambda sent: None)
+
+
+def bulk_workers(limit, wake_at=None):
+    sender = Sender()
+    pool = Workers(limit, lambda: limit, lambda latency, counted: None, wake_at, bulk=lambda sink: sender)
+    return pool, sender
+
+
+def eventually(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_far_away_each_answer_is_refilled_from_the_backlog_and_the_submitter_wakes_once_per_quarter():
+    """Far, the submitter was woken at every answer (a thread switch and a wake of the
+    sender each: twice a near run's client CPU per object). Now up to two quarters of
+    the limit wait at the sender, which fills a freed place itself."""
+    limit = 8
+    pool, sender = bulk_workers(limit, wake_at=lambda: limit - 1)  # far: Pacing.wake_at
+    submitter = threading.Thread(target=lambda: [pool.submit(remove_all(f"o{i}")) for i in range(100)], daemon=True)
+    submitter.start()
+    try:
+        assert eventually(lambda: len(sender.put_jobs) == limit + 4)  # the limit and two refills of 2
+        time.sleep(0.1)
+        assert len(sender.put_jobs) == limit + 4, "more put than the limit and two refills"
+        assert pool.places(limit + 4) == limit, "placed beyond the limit"
+        assert pool.in_flight_now() == limit
+        pool.finished(time.monotonic())  # one answer
+        assert pool.places(1) == 1, "the freed place was not the backlog's at once"
+        time.sleep(0.2)
+        assert len(sender.put_jobs) == limit + 4, "the submitter was woken for one free place"
+        pool.finished(time.monotonic())
+        assert pool.places(1) == 1
+        pool.finished(time.monotonic())  # the backlog is down to one refill: time to refill it
+        assert eventually(lambda: len(sender.put_jobs) == limit + 4 + 3)
+    finally:
+        while submitter.is_alive():  # let it end: places for all, each answered
+            while pool.places(limit):
+                pass
+            for _ in range(pool.in_flight_now()):
+                pool.finished(time.monotonic())
+            submitter.join(0.01)
+        while pool.places(limit):
+            pool.finished(time.monotonic())
+        for _ in range(pool.in_flight_now()):
+            pool.finished(time.monotonic())
+        pool.drain(5)
+        pool.close()
+
+
+def test_a_list_page_waiting_for_a_place_goes_before_the_backlog():
+    """The submitter refills the backlog as it drains: a list page's read-ahead behind
+    it would wait for the list's end, one round trip per page on a far cluster."""
+    pool, sender = bulk_workers(2)
+    for i in range(4):
+        pool.submit(remove_all(f"o{i}"))  # two placed below, two in the backlog
+    assert pool.places(4) == 2
+    held = threading.Event()
+
+    def page():
+        with pool.hold():
+            held.set()
+
+    reader = threading.Thread(target=page, daemon=True)
+    reader.start()
+    try:
+        assert not held.wait(0.2)
+        pool.finished(time.monotonic())  # a bulk answer frees a place
+        assert pool.places(2) == 0, "the backlog took the place a list page waits for"
+        assert held.wait(5), "the list page did not get the freed place"
+        reader.join(5)
+        assert pool.places(2) == 1  # its place, given back
+    finally:
+        for _ in range(pool.in_flight_now()):
+            pool.finished(time.monotonic())
+        while pool.places(2):
+            pool.finished(time.monotonic())
+        pool.drain(5)
+        pool.close()
+
+
+def test_a_place_freed_on_a_thread_nudges_the_sender_and_drain_waits_for_the_backlog():
+    pool, sender = bulk_workers(1)
+    gate = threading.Event()
+    pool.submit(lambda: gate.wait(10))  # a job on a thread (not a RemoveAll) has the place
+    pool.submit(remove_all())
+    assert pool.places(1) == 0
+    drained = threading.Event()
+    threading.Thread(target=lambda: (pool.drain(10), drained.set()), daemon=True).start()
+    try:
+        gate.set()
+        assert sender.nudged.wait(5), "the sender was not told a place is free"
+        assert not drained.wait(0.2), "drain() ended with a patch in the backlog"
+        assert pool.places(1) == 1
+        pool.finished(time.monotonic())
+        assert drained.wait(5)
+    finally:
+        gate.set()
+        pool.close()
+
+
+def test_a_patch_the_sender_never_placed_runs_on_a_thread_when_it_is_returned():
+    ran = threading.Event()
+    pool, sender = bulk_workers(1)
+    job = remove_all()
+    pool.submit(job)
+    try:
+        pool.returned(lambda: ran.set())  # as Bulk hands back what it never sent
+        assert ran.wait(5)
+        pool.drain(5)
+        assert pool.in_flight_now() == 0 and pool.places(1) == 0  # nothing left in the backlog
     finally:
         pool.close()

@@ -22,9 +22,10 @@ from ..options import DryRun
 from . import conversion, diagnose
 from .context import RunContext
 from .freeing import Freer
+from .read_ahead import ReadAhead
 from .sightings import Sightings
 from .unreadable import Unreadable
-from .workers import Job, ReadAhead
+from .workers import Job
 
 Place = Callable[[], AbstractContextManager[object]]
 UNREADABLE_LISTS = 3  # lists of a CRD's instances after its unreadable ones were deleted, at most

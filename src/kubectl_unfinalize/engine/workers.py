@@ -8,9 +8,16 @@ one condition are all the engine needs. The submitter is woken when several plac
 free, not after every job: one wake-up refills several slots. How many is the pacing's
 to say (`wake_at`): a quarter of the limit near the server, where each wake-up costs
 client CPU the server's own work competes with, a sixteenth far away, where the rate is
-what is in flight per round trip and a quarter costs a share of it. A RemoveAll
-job goes to the bulk sender when the cluster offers one (kube.port); what it hands back
-runs here, still counted in flight.
+what is in flight per round trip and a quarter costs a share of it.
+
+A RemoveAll job goes to the bulk sender when the cluster offers one (kube.port), and
+ahead of its place: up to two refills wait there (the backlog), and the sender takes a
+place for one (places()) as an answer frees it, on its own thread. So far away too the
+submitter is woken once per refill, not per answer, with no place left empty meanwhile:
+each wake-up had cost a thread switch and a wake of the sender (far, the client CPU per
+object was twice a near run's). A request waiting for a place elsewhere (a list page, a
+job on a thread) is served before the backlog. What the sender hands back runs here,
+still counted in flight.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from ..kube.port import BulkSender, RemoveAll, Sink
 Job = Callable[[], object]
 T = TypeVar("T")
 R = TypeVar("R")
+REFILL = 4  # the bulk sender's backlog is refilled a quarter of the limit at a time, and holds two refills at most
 
 
 class Mapper(Protocol):
@@ -58,19 +66,76 @@ class Workers:
         self._parked = 0  # jobs waiting out a Retry-After, not counted in flight
         self._thread = threading.local()  # seconds the job on this thread spent parked
         self._draining = False  # drain() waits: no job is submitted meanwhile
+        self._backlog = 0  # RemoveAll jobs put to the bulk sender that have no place yet (places())
+        self._holding = 0  # callers waiting for a place in _take_place(): served before the backlog
+        self._filling = False  # the submitter waits for room in the backlog
         # Where RemoveAll jobs go, when the cluster offers a sender; it answers to these workers.
         self.bulk: BulkSender | None = bulk(self) if bulk is not None else None
 
     def submit(self, job: Job) -> None:
-        """Queue a job once fewer than the pacing's limit are in flight."""
+        """Queue a job once fewer than the pacing's limit are in flight, or a RemoveAll
+        once the bulk sender's backlog has room."""
+        if self.bulk is not None and isinstance(job, RemoveAll):
+            with self._changed:
+                self._filling = True
+                while self._inflight + self._backlog >= self._limit() + 2 * self._refill():
+                    self._changed.wait()
+                self._filling = False
+                self._backlog += 1
+            self.bulk.put(job)
+            return
         with self._changed:
+            self._take_place(first=False)
+        self.requeue(job)
+
+    def places(self, wanted: int) -> int:
+        """Places for up to `wanted` jobs of the bulk sender's backlog (Sink): as many as
+        the limit has free, less one for each caller waiting for a place elsewhere."""
+        with self._changed:
+            granted = max(0, min(wanted, self._backlog, self._limit() - self._inflight - self._holding))
+            self._inflight += granted
+            self._backlog -= granted
+            return granted
+
+    def returned(self, job: Job) -> None:
+        """A job the bulk sender had no place for and will not send (it stopped, or the
+        server cannot be reached): it runs on a thread, counted in flight at once, as push() does."""
+        with self._changed:
+            self._backlog -= 1
+            self._inflight += 1
+        self.requeue(job)
+
+    def _refill(self) -> int:
+        return max(1, self._limit() // REFILL)
+
+    def _take_place(self, first: bool = True) -> None:
+        """Under the condition: wait for a place within the limit, and take it. `first`:
+        before the bulk sender's backlog, which the submitter refills meanwhile (a list
+        page waiting behind it would wait for the list's end); the submitter's own jobs
+        wait their turn, at most the backlog."""
+        self._holding += first
+        try:
             while self._inflight >= self._limit():
                 self._changed.wait()
-            self._inflight += 1
-        if self.bulk is not None and isinstance(job, RemoveAll):
-            self.bulk.put(job)
-        else:
-            self.requeue(job)
+        finally:
+            self._holding -= first
+        self._inflight += 1
+
+    def _place_freed(self) -> None:
+        """Under the condition, after a place was given up: wake whoever it is for."""
+        limit = self._limit()
+        if self._holding and self._inflight < limit:
+            self._changed.notify_all()
+        elif self._filling:
+            if self._inflight + self._backlog <= limit + self._refill():
+                self._changed.notify_all()
+        elif self._inflight <= self._wake_at():
+            self._changed.notify_all()
+
+    def _nudge(self) -> None:
+        """A place freed off the bulk sender's thread: the sender takes it for its backlog."""
+        if self._backlog and self.bulk is not None:
+            self.bulk.nudge()
 
     def push(self, job: Job) -> None:
         """Run `job` without waiting for a place, counted in flight (even above the limit)
@@ -86,15 +151,14 @@ class Workers:
         on a thread of its own), so that lists and jobs share one limit; it waits for
         the place as submit() does."""
         with self._changed:
-            while self._inflight >= self._limit():
-                self._changed.wait()
-            self._inflight += 1
+            self._take_place()
         try:
             yield
         finally:
             with self._changed:
                 self._inflight -= 1
                 self._changed.notify_all()
+            self._nudge()
 
     def requeue(self, job: Job, wait: float = 0.0) -> None:
         """Run `job` on a thread; it is already counted in flight (a patch the bulk
@@ -110,13 +174,13 @@ class Workers:
         self._jobs.put(job)
 
     def finished(self, started: float, counted: bool = True) -> None:
-        """A job in flight is done (on a thread, or answered to the bulk sender).
-        `counted`: one of the run's jobs, shown in its progress (map()'s are not)."""
+        """A job in flight is done (on a thread, or answered to the bulk sender, which
+        fills the place from its backlog itself). `counted`: one of the run's jobs, shown
+        in its progress (map()'s are not)."""
         self._on_done(time.monotonic() - started, counted)
         with self._changed:
             self._inflight -= 1
-            if self._inflight <= self._wake_at():
-                self._changed.notify_all()
+            self._place_freed()
 
     def in_flight_now(self) -> int:
         """Jobs in flight, less those parked."""
@@ -136,13 +200,12 @@ class Workers:
             self._inflight -= 1
             self._parked += 1
             self._changed.notify_all()
+        self._nudge()
         try:
             yield
         finally:
             with self._changed:
-                while self._inflight >= self._limit():
-                    self._changed.wait()
-                self._inflight += 1
+                self._take_place()
                 self._parked -= 1
             self._thread.parked += time.monotonic() - since
 
@@ -169,7 +232,7 @@ class Workers:
             self._draining = True  # nothing more is submitted: what is parked may go early (_after)
             self._changed.notify_all()
             try:
-                self._changed.wait_for(lambda: self._inflight == 0 and not self._parked, timeout)
+                self._changed.wait_for(lambda: self._inflight == 0 and not self._parked and not self._backlog, timeout)
             finally:
                 self._draining = False
         if self._error is not None:
@@ -232,6 +295,7 @@ class Workers:
             # time, and counted in, the first burst's refusals coming back a second later
             # read as an overloaded server and halved the limit twice (a 3-seat level).
             self.finished(started + self._thread.parked, not isinstance(job, _Uncounted))
+            self._nudge()
 
 
 class _Uncounted:
@@ -244,55 +308,3 @@ class _Uncounted:
 
     def __call__(self) -> object:
         return self._job()
-
-
-class ReadAhead(Iterator[T]):
-    """The same items, fetched on a thread from the moment this is made: a list's first
-    page is read while the RBAC preflight is answered, and each next page while this
-    page's jobs are queued (on a far cluster each page is a round trip or more).
-    close() stops the fetching after the item under way.
-
-    What waits here is one page of ObjectMeta (names, uids, finalizers), not the page as
-    the server sent it: list_meta drops the decoded objects before handing a page on, so
-    read-ahead adds one page answer in flight (paging.PAGE_BYTES) to what the run holds."""
-
-    def __init__(self, items: Iterator[T]) -> None:
-        self._items = items
-        self._ahead: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
-        self._stop = threading.Event()
-        self._done = False
-        threading.Thread(target=self._fetch, name="unfinalize-read-ahead", daemon=True).start()
-
-    def _fetch(self) -> None:
-        try:
-            for item in self._items:
-                if not self._put((True, item)):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-            self._put((False, exc))
-            return
-        self._put((False, None))
-
-    def _put(self, entry: tuple[bool, object]) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._ahead.put(entry, timeout=0.5)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def __next__(self) -> T:
-        if self._done:
-            raise StopIteration
-        ok, value = self._ahead.get()
-        if ok:
-            return cast(T, value)
-        self._done = True
-        if isinstance(value, BaseException):
-            raise value
-        raise StopIteration
-
-    def close(self) -> None:
-        self._stop.set()
-        self._done = True

@@ -15,7 +15,8 @@ from typing import Any
 from ..deadline import Deadline
 from ..errors import Conflict, NotFound, UnfinalizeError
 from ..model import ObjectMeta, ObjectRef, Resource
-from ..net.bulk import Bulk, BulkPatch
+from ..net.bulk import Bulk
+from ..net.bulk_patch import BulkPatch
 from ..net.connections import FAR
 from ..options import DryRun
 from . import changes, discovery, reviews
@@ -294,6 +295,9 @@ class _Sender:
 
     def put(self, job: RemoveAll) -> None:
         self._bulk.put(remove_all(job.meta, job.done, job.fallback))
+
+    def nudge(self) -> None:
+        self._bulk.nudge()
 
     def release(self, timeout: float = 1.0) -> None:
         self._bulk.release(timeout)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ..deadline import Deadline
 from ..model import ObjectMeta, ObjectRef, Resource
-from ..net.bulk import Sink as Sink  # what the bulk sender tells the workers about the jobs put to it
+from ..net.bulk_patch import Sink as Sink  # what the bulk sender tells the workers about the jobs put to it
 from ..net.connections import FAR as FAR  # a round trip this long or longer: the cluster is far
 from ..options import DryRun
 from .paging import Listed, ListQuery
@@ -42,6 +42,10 @@ class BulkSender(Protocol):
     sender was made with."""
 
     def put(self, job: RemoveAll) -> None: ...
+
+    def nudge(self) -> None:
+        """A place freed elsewhere: a job put here and waiting for one may take it."""
+        ...
 
     def release(self, timeout: float = 1.0) -> None:
         """Give idle connections back for the reads that come next."""

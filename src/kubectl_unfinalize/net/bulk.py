@@ -27,41 +27,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
 
+from .bulk_patch import BulkPatch, Sink
 from .connections import Connections
 from .wire import READ_SIZE, Parser, ProtocolError, Wire, request_head
 
 WAKE = b"."
 LOOK_EVERY = 0.1  # seconds between looks for overdue answers
-
-
-@dataclass(slots=True)
-class BulkPatch:
-    """One object's finalizer patch. Called, it is the whole job on a worker thread."""
-
-    path: str
-    body: bytes
-    done: Callable[[bytes], object]  # the answer was 2xx (its body): record the outcome
-    fallback: Callable[[bool], object]  # the whole job, with retries and diagnosis; True: this patch may have applied
-
-    def __call__(self) -> object:
-        return self.fallback(False)
-
-    def resend(self) -> object:
-        """The job after its patch went out and no answer came."""
-        return self.fallback(True)
-
-
-class Sink(Protocol):
-    """What the workers are told about the patches sent here."""
-
-    def finished(self, started: float) -> None: ...
-
-    def requeue(self, job: Callable[[], object], wait: float = 0.0) -> None: ...
-
-    def failed(self, exc: BaseException) -> None: ...
 
 
 class _Connection:
@@ -91,6 +63,7 @@ class Bulk:
         self._incoming: queue.SimpleQueue[BulkPatch] = queue.SimpleQueue()
         self._opened: queue.SimpleQueue[Wire | None] = queue.SimpleQueue()
         self._waiting: deque[BulkPatch] = deque()
+        self._placed = 0  # the first of _waiting that the sink gave a place
         self._open: dict[Wire, _Connection] = {}  # every open connection
         self._idle: list[_Connection] = []
         self._in_flight = 0
@@ -113,7 +86,12 @@ class Bulk:
         self._incoming.put(job)
         if self._stopped:  # after a bug here, or close(): the workers send it
             self._hand_back_incoming()
-        elif not self._woken:  # one wake-up for a burst of puts, not a system call each
+        else:
+            self.nudge()
+
+    def nudge(self) -> None:
+        """Put, or a place freed elsewhere: the sender looks at its waiting patches again."""
+        if not self._woken:  # one wake-up for a burst, not a system call each
             self._woken = True
             self._wake()
 
@@ -127,7 +105,16 @@ class Bulk:
     def _hand_back_incoming(self) -> None:
         with contextlib.suppress(queue.Empty):
             while True:
-                self._sink.requeue(self._incoming.get_nowait())
+                self._sink.returned(self._incoming.get_nowait())
+
+    def _hand_back_waiting(self) -> None:
+        while self._waiting:
+            job = self._waiting.popleft()
+            if self._placed:
+                self._placed -= 1
+                self._sink.requeue(job)
+            else:
+                self._sink.returned(job)
 
     def release(self, timeout: float = 1.0) -> None:
         """Give the idle connections to `connections` when nothing is waiting or in flight
@@ -180,35 +167,38 @@ class Bulk:
                 # The server cannot be reached now. What waits goes to the workers, which
                 # retry by the rules and say why; waiting for another opener instead could
                 # go on for ever, each failure starting the next one.
-                while self._waiting:
-                    self._sink.requeue(self._waiting.popleft())
+                self._hand_back_waiting()
             else:
                 wire.sock.setblocking(False)
                 conn = self._open[wire] = _Connection(wire)
                 self._selector.register(wire.sock, selectors.EVENT_READ, conn)  # until it is closed
                 self._idle.append(conn)
-        if self._waiting and self._idle:
+        if (wanted := min(len(self._waiting), self._cap - self._in_flight) - self._placed) > 0:
+            self._placed += self._sink.places(wanted)
+        if self._placed and self._idle:
             # Once per batch, not per patch: the headers (a plugin's token may change
             # between batches) and when the batch's answers are due.
             headers, host, now = self._headers(), self._connections.host, time.monotonic()
             due = now + self._timeout()
-            while self._waiting and self._idle and self._in_flight < self._cap:
+            while self._placed and self._idle and self._in_flight < self._cap:
                 if self._idle[-1].wire.generation != self._connections.generation:
                     self._drop(self._idle.pop())  # opened with a client certificate renewed since
                     continue
                 job = self._waiting.popleft()
+                self._placed -= 1
                 try:
                     head = request_head("PATCH", job.path, host, headers, len(job.body))
                 except ValueError:  # a line break in it: the workers refuse it and say so
-                    self._sink.requeue(job)
+                    self._sink.requeue(job)  # with its place: the next round asks for another
+                    self._wake()
                     continue
                 try:
                     self._send(self._idle.pop(), job, head, now, due)
                 except BaseException:
                     self._sink.requeue(job)  # not lost to a bug here
                     raise
-        wanted = max(len(self._waiting) - self._opening, self._warm - len(self._open) - self._opening)
-        for _ in range(min(wanted, self._cap - len(self._open) - self._opening)):
+        opening = max(self._placed - self._opening, self._warm - len(self._open) - self._opening)
+        for _ in range(min(opening, self._cap - len(self._open) - self._opening)):
             self._opening += 1
             threading.Thread(target=self._open_one, daemon=True).start()
 
@@ -319,8 +309,7 @@ class Bulk:
         self._hand_back_incoming()
         for conn in list(self._open.values()):
             self._drop(conn)
-        while self._waiting:
-            self._sink.requeue(self._waiting.popleft())
+        self._hand_back_waiting()
         while self._opening:  # the openers still under way end soon; close what they bring
             opened = self._opened.get(timeout=60)
             self._opening -= 1
