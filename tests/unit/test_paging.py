@@ -13,7 +13,15 @@ from kubectl_unfinalize.deadline import Deadline
 from kubectl_unfinalize.errors import Gone
 from kubectl_unfinalize.kube.changes import written_since
 from kubectl_unfinalize.kube.cluster import HttpCluster
-from kubectl_unfinalize.kube.paging import APPLIED_METADATA, FIRST_LIMIT, PAGE_BYTES, Listed, ListQuery, PageBudget
+from kubectl_unfinalize.kube.paging import (
+    APPLIED_METADATA,
+    FIRST_LIMIT,
+    GROWTH,
+    PAGE_BYTES,
+    Listed,
+    ListQuery,
+    PageBudget,
+)
 from kubectl_unfinalize.model import Action, Resource
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
@@ -26,9 +34,25 @@ def test_the_first_page_is_small_and_the_next_hold_the_budget_in_bytes():
     budget.seen(100, 100 * 100 * KIB)  # 100 KiB objects
     assert budget.limit() == PAGE_BYTES // (100 * KIB)
     assert budget.limit() * 100 * KIB <= PAGE_BYTES
-    budget.seen(40, 40 * 800)  # small ones again: --chunk-size caps it
+    budget.seen(40, 40 * 800)  # small ones again: --chunk-size caps it, once grown to it
+    assert budget.limit() == PAGE_BYTES // (100 * KIB) * GROWTH
+    budget.seen(40, 40 * 800)
     assert budget.limit() == 500
     budget.seen(0, 120)  # an empty last page says nothing of the size
+    assert budget.limit() == 500
+
+
+def test_pages_of_small_objects_grow_from_the_first_so_that_the_second_comes_back_soon():
+    """The first page's 20 objects keep 20 of 64 patches busy until the second page
+    comes: far away (+50 ms each way) a second page of 500 took 0.2 s, and the run had
+    64 patches in flight only 0.25 s after its first ones. 100 are back sooner and fill
+    the places while the next 500 are read."""
+    budget = PageBudget(500)
+    assert budget.limit() == FIRST_LIMIT
+    budget.seen(FIRST_LIMIT, FIRST_LIMIT * 700)
+    assert budget.limit() == FIRST_LIMIT * GROWTH
+    assert budget.fits() == 500  # what a whole list may be asked for in one page (_whole_fits)
+    budget.seen(FIRST_LIMIT * GROWTH, FIRST_LIMIT * GROWTH * 700)
     assert budget.limit() == 500
 
 
@@ -97,7 +121,7 @@ def test_a_list_too_big_for_one_page_or_of_unknown_length_is_continued():
     assert many.tokens[0] == "" and all(many.tokens[1:]) and many.limits[0] == FIRST_LIMIT
     unknown = SizedTransport(400, 1500)  # no remainingItemCount: a label or field selector
     list(HttpCluster(unknown, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=500)))  # type: ignore[arg-type]
-    assert unknown.limits == [FIRST_LIMIT, 500]
+    assert unknown.limits == [FIRST_LIMIT, FIRST_LIMIT * GROWTH, 500]
 
 
 def test_pages_of_big_objects_ask_for_a_few_mb_each_and_the_list_remembers_its_first_resource_version():
@@ -115,7 +139,7 @@ def test_pages_of_big_objects_ask_for_a_few_mb_each_and_the_list_remembers_its_f
 def test_pages_of_small_objects_keep_the_chunk_size():
     transport = SizedTransport(3000, 700)
     list(HttpCluster(transport, Deadline(None)).list_meta(WIDGETS, ListQuery(limit=500)))  # type: ignore[arg-type]
-    assert transport.limits[0] == FIRST_LIMIT and set(transport.limits[1:]) == {500}
+    assert transport.limits[:2] == [FIRST_LIMIT, FIRST_LIMIT * GROWTH] and set(transport.limits[2:]) == {500}
 
 
 def test_a_later_list_of_a_type_sizes_its_first_page_from_the_bytes_per_object_seen():

@@ -6,8 +6,11 @@ still carries every annotation, and 500 objects with a 100 KiB annotation each a
 body, the decoded objects). So the `limit` of each page is the budget divided by the
 bytes per object of the page before, capped by --chunk-size; the first page asks for
 fewer objects, since nothing is known yet, and a list it shows to fit one page is asked
-for again, whole (_whole_fits). A page whose objects are much bigger than the last
-page's is read once at the old limit; the next one shrinks.
+for again, whole (_whole_fits). A page asks for at most GROWTH times what the one before
+asked for: the patches of a page run while the next is read, and a page of 20 objects
+followed by one of 500 left most places idle for as long as the 500 took. A page whose
+objects are much bigger than the last page's is read once at the old limit; the next one
+shrinks.
 
 What a list saw is kept per resource (`Listed`): the resourceVersion of its first page,
 from which the final check watches for changes, and its bytes, which say whether reading
@@ -42,6 +45,7 @@ PAGE_BYTES = 4 << 20  # a page's answer, at most about this much once the object
 # decoded. 20 of them are a page of the budget; 100 were 18 MB, and a peak RSS over 100 MB.
 FIRST_LIMIT = 20
 APPLIED_METADATA = 180 << 10  # the metadata of such an object, as the API server lists it
+GROWTH = 5  # 20, 100, 500: the second page comes back within about a round trip, far away too
 
 
 class PageBudget:
@@ -50,10 +54,18 @@ class PageBudget:
     def __init__(self, most: int, budget: int = PAGE_BYTES, first: int = FIRST_LIMIT) -> None:
         self.most = max(1, most)
         self.budget = budget
-        self._limit = min(first, self.most)
+        self._limit = self._fits = min(first, self.most)
 
     def limit(self) -> int:
         return self._limit
+
+    def fits(self) -> int:
+        """The objects a page of the budget holds, from the last page's size, before GROWTH."""
+        return self._fits
+
+    def whole(self) -> None:
+        """The next page is the whole list, which _whole_fits found to fit: no GROWTH."""
+        self._limit = self._fits
 
     def seen(self, objects: int, nbytes: int) -> None:
         """A page came: `objects` objects in an answer of `nbytes` bytes. An empty page
@@ -61,7 +73,8 @@ class PageBudget:
         if objects <= 0:
             return
         per_object = max(1.0, nbytes / objects)
-        self._limit = max(1, min(self.most, int(self.budget / per_object)))
+        self._fits = max(1, min(self.most, int(self.budget / per_object)))
+        self._limit = min(self._fits, self._limit * GROWTH)
 
 
 @dataclass
@@ -152,6 +165,7 @@ def pages(
         budget.seen(len(items), size)
         if may_restart and not token and _whole_fits(listed, len(items), budget):
             may_restart = False
+            budget.whole()
             continue  # the whole list again, in one page: see _whole_fits
         may_restart = False
         record.page(path, resource, not token, str(listed.get("resourceVersion") or ""), len(items), size)
@@ -174,4 +188,4 @@ def _whole_fits(listed: dict[str, Any], objects: int, budget: PageBudget) -> boo
     remaining = listed.get("remainingItemCount")
     if not listed.get("continue") or not isinstance(remaining, int) or remaining <= 0:
         return False
-    return objects + remaining <= budget.limit()
+    return objects + remaining <= budget.fits()
