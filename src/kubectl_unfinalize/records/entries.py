@@ -8,6 +8,8 @@ import base64
 import json
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
+from json.encoder import encode_basestring_ascii as _string  # what the record's encoder makes of a str
 from typing import Any
 
 from ..journal import Write
@@ -63,6 +65,54 @@ def write_line(write: Write) -> dict[str, Any]:
     if write.added:
         line["added"] = list(write.added)
     return line
+
+
+def write_bytes(write: Write) -> bytes:
+    """write_line(write) as the record's line, the bytes its encoder (writer.py) makes of
+    that dict, without the dict: the bulk sender's thread writes one per object freed, and
+    encoding the dict was half of what reporting a freed object cost it."""
+    ref = write.ref
+    namespace = "null" if ref.namespace is None else _string(ref.namespace)
+    parts = [
+        '{"type":"write","op":',
+        _string(write.op),
+        ',"resource":',
+        _resource_json(ref.resource),
+        ',"namespace":',
+        namespace,
+        ',"name":',
+        _string(ref.name),
+        ',"uid":',
+        _string(write.uid),
+        ',"resourceVersion":',
+        _string(write.version),
+        ',"newResourceVersion":',
+        _string(write.new_version),
+        ',"finalizers":',
+        _strings(write.finalizers),
+        ',"removed":',
+        _strings(write.removed),
+        ',"outcome":',
+        _string(write.outcome),
+    ]
+    if write.message:
+        parts += (',"message":', _string(write.message))
+    if write.leaks:
+        parts += (',"leaks":', _string(write.leaks))
+    if write.added:
+        parts += (',"added":', _strings(write.added))
+    parts.append("}\n")
+    return "".join(parts).encode()
+
+
+@lru_cache(maxsize=256)
+def _resource_json(resource: Resource) -> str:
+    """The same for every object of a type: encoded once."""
+    return json.dumps(resource_dict(resource), separators=(",", ":"))
+
+
+def _strings(values: tuple[str, ...]) -> str:
+    return "[" + ",".join(map(_string, values)) + "]"
 
 
 def kept_line(kind: str, ref: ObjectRef, body: dict[str, Any]) -> dict[str, Any]:

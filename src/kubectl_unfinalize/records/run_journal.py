@@ -11,7 +11,7 @@ from typing import Any
 
 from ..journal import Write
 from ..model import ObjectRef
-from .entries import FORMAT, kept_line, write_line
+from .entries import FORMAT, kept_line, write_bytes
 from .writer import RecordWriter, Warn
 
 
@@ -35,7 +35,7 @@ class RecordJournal:
         if write.leaks:
             with self._lock:
                 self.may_leak += 1
-        self.writer.write(partial(write_line, write))  # made a line where it is written
+        self.writer.write(partial(write_bytes, write))  # made a line where it is written
 
     def keep(self, kind: str, ref: ObjectRef, body: dict[str, Any]) -> None:
         """On the workers, which delete: one body compressed at a time, so that the deflate

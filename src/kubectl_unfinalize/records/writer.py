@@ -25,7 +25,8 @@ from typing import Any
 from .mapped import MappedFile, mappable
 
 Warn = Callable[[str], None]
-Entry = dict[str, Any] | Callable[[], dict[str, Any]]  # a line, or what makes it (when it is written)
+Line = dict[str, Any] | bytes  # bytes: the line already encoded, its newline included
+Entry = Line | Callable[[], Line]  # a line, or what makes it (when it is written)
 
 FLUSH_EVERY = 0.05  # seconds an answered write may wait before it is on disk
 FLUSH_AT = 2000  # entries: written at once when this many wait, whatever the time
@@ -170,7 +171,9 @@ class RecordWriter:
 _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
-def _line(entry: dict[str, Any] | None) -> bytes:
+def _line(entry: Line | None) -> bytes:
+    if isinstance(entry, bytes):
+        return entry
     return (_ENCODE(entry) + "\n").encode()
 
 
