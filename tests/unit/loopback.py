@@ -115,6 +115,7 @@ class RecordingSink:
 
     def __init__(self) -> None:
         self.started: list[float] = []
+        self.finished_at: list[float] = []  # when each finished() came
         self.requeued: list[object] = []
         self.waits: list[float] = []  # the Retry-After each handed-back job is to wait first
         self.failures: list[BaseException] = []
@@ -130,6 +131,7 @@ class RecordingSink:
 
     def finished(self, started: float) -> None:
         self.started.append(started)
+        self.finished_at.append(time.monotonic())
         self._events.release()
 
     def returned(self, job: Callable[[], object]) -> None:

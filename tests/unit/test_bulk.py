@@ -14,9 +14,10 @@ import pytest
 from loopback import OK, Late, LoopbackServer, RecordingSink, chunked
 
 from kubectl_unfinalize.kube.transport import throttled_wait
+from kubectl_unfinalize.net import gathering
 from kubectl_unfinalize.net.bulk import Bulk
 from kubectl_unfinalize.net.bulk_patch import BulkPatch
-from kubectl_unfinalize.net.connections import Connections, Endpoint
+from kubectl_unfinalize.net.connections import FAR, Connections, Endpoint
 
 THROTTLED = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -288,3 +289,47 @@ def test_a_patch_is_sent_once_the_workers_give_it_a_place_and_not_before():
         bulk.close()
     assert requests == ["/o/0", "/o/1", "/o/2"] and done == requests
     assert sink.requeued == [] and sink.returns == [] and sink.failures == []
+
+
+@pytest.mark.parametrize(("round_trip", "gathers"), [(0.001, True), (FAR, False), (None, False)])
+def test_near_the_answers_gather_before_they_are_read_far_each_is_read_as_it_comes(monkeypatch, round_trip, gathers):
+    """Near, with a quarter of the cap in flight and patches queued at the server (their
+    answers come 0.8 s late), the sender lets the answers gather before it reads them;
+    far, or before any round trip was timed, it reads each answer as it comes."""
+    monkeypatch.setattr(gathering, "GATHER", 1.0)
+    with LoopbackServer(lambda method, path: Late(0.8, OK)) as server:
+        sink = RecordingSink()
+        sink.room = 0
+        connections = Connections(Endpoint(server.url))
+        connections.round_trip = round_trip
+        done: list[str] = []
+        bulk = Bulk(connections, lambda: b"", lambda: 10.0, unthrottled, sink, 8)
+        bulk.warm(8)
+        deadline = time.monotonic() + 5
+        while server.connections < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # the openers hand their connections to the sender
+        for i in range(16):
+            bulk.put(patch(f"/o/{i}", done))
+        for _wave in (0, 1):  # eight go in one round, on the eight idle connections
+            sink.room = 8
+            bulk.nudge()
+            assert sink.wait(8, timeout=10)
+        bulk.close()
+    assert sorted(done) == sorted(f"/o/{i}" for i in range(16)) and sink.requeued == [] and server.connections == 8
+    # The second wave, sent once the first one's latency was known: an eighth of 0.8 s, 0.1 s.
+    read = [at - sent for at, sent in zip(sink.finished_at[8:], sink.started[8:], strict=True)]
+    if gathers:
+        assert min(read) >= 0.8 + 0.09, "a near answer was read before the others gathered"
+    else:
+        assert max(read) < 0.8 + 0.09, "a far answer waited to be read"
+
+
+def test_the_wait_is_a_share_of_the_time_a_patch_waits_in_the_server_queue():
+    near = 0.001
+    assert gathering.gather_window(0.081, near, busy=True) == pytest.approx(0.01)
+    assert gathering.gather_window(0.041, near, busy=True) == pytest.approx(0.005)
+    assert gathering.gather_window(0.0015, near, busy=True) == 0.0, "no queue: nothing to gather"
+    assert gathering.gather_window(0.081, near, busy=False) == 0.0, "a small run's few patches"
+    assert gathering.gather_window(0.4, FAR, busy=True) == 0.0, "far: the round trip limits the run"
+    assert gathering.gather_window(0.4, None, busy=True) == 0.0

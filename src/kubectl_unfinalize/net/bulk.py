@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from .bulk_patch import BulkPatch, Sink
 from .connections import Connections
+from .gathering import gather_window
 from .wire import READ_SIZE, Parser, ProtocolError, Wire, request_head
 
 WAKE = b"."
@@ -74,6 +75,7 @@ class Bulk:
         self._woken = False  # a wake-up byte is on its way: put() need not send another
         self._releasing: threading.Event | None = None  # release() waits on it
         self._next_look = 0.0  # when _expire() looks at the patches under way again
+        self._latency = 0.0  # of the answers, a moving average (0: none yet)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -140,7 +142,11 @@ class Bulk:
     def _run(self) -> None:
         try:
             while not self._closed:
-                for key, _ in self._selector.select(LOOK_EVERY if self._in_flight or self._opening else None):
+                ready = self._selector.select(LOOK_EVERY if self._in_flight or self._opening else None)
+                if ready and (wait := gather_window(self._latency, self._connections.round_trip, self._busy())) > 0:
+                    time.sleep(wait)  # what comes meanwhile is read with what came
+                    ready = self._selector.select(0)
+                for key, _ in ready:
                     if key.data is None:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(4096)
@@ -202,6 +208,9 @@ class Bulk:
             self._opening += 1
             threading.Thread(target=self._open_one, daemon=True).start()
 
+    def _busy(self) -> bool:
+        return self._in_flight * 4 >= self._cap
+
     def _open_one(self) -> None:
         try:
             wire: Wire | None = self._connections.open_wire(self._timeout())
@@ -251,6 +260,8 @@ class Bulk:
             return
         conn.job = None
         self._in_flight -= 1
+        took = time.monotonic() - conn.started
+        self._latency = took if not self._latency else self._latency + (took - self._latency) / 16
         if buf or answer.will_close:  # more than was asked for, or the server is closing it
             self._drop(conn)
         else:
