@@ -47,3 +47,10 @@ def test_the_writer_writes_a_line_given_as_bytes_as_it_is(tmp_path: Path) -> Non
     lines = path.read_bytes().splitlines(keepends=True)
     assert lines[1:3] == [write_bytes(WRITES[0]), _line(write_line(WRITES[1]))]
     assert load(path).writes == [WRITES[0], WRITES[1]]
+
+
+def test_a_write_whose_field_is_not_a_str_is_written_as_the_encoder_writes_it() -> None:
+    """A caller's Write may carry a value of another type (None, a number): the line is
+    what the encoder makes of it, never an error on the thread that reports the write."""
+    odd = Write("unfinalize", ObjectRef(WIDGETS, "w", "ns"), None, 7, finalizers=("a", 3))  # type: ignore[arg-type]
+    assert write_bytes(odd) == _line(write_line(odd))

@@ -71,6 +71,13 @@ def write_bytes(write: Write) -> bytes:
     """write_line(write) as the record's line, the bytes its encoder (writer.py) makes of
     that dict, without the dict: the bulk sender's thread writes one per object freed, and
     encoding the dict was half of what reporting a freed object cost it."""
+    try:
+        return _write_bytes(write)
+    except TypeError:  # a field of a caller's that is not a str: what the encoder makes of it
+        return (json.dumps(write_line(write), separators=(",", ":"), default=str) + "\n").encode()
+
+
+def _write_bytes(write: Write) -> bytes:
     ref = write.ref
     namespace = "null" if ref.namespace is None else _string(ref.namespace)
     parts = [
