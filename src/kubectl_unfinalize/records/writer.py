@@ -14,7 +14,6 @@ or without its record."""
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import threading
@@ -22,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .entries import encode_line
 from .mapped import MappedFile, mappable
 
 Warn = Callable[[str], None]
@@ -166,15 +166,8 @@ class RecordWriter:
             self._warn(f"cannot write the record {self.path}: {reason}; the run goes on without it")
 
 
-# One encoder for every line: json.dumps with arguments builds a new one per call, a third
-# of the time a record line took.
-_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
-
-
 def _line(entry: Line | None) -> bytes:
-    if isinstance(entry, bytes):
-        return entry
-    return (_ENCODE(entry) + "\n").encode()
+    return entry if isinstance(entry, bytes) else encode_line(entry)
 
 
 def _stream(path: Path) -> bool:
