@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 from crs import CLEANUP, assert_cleanup_finalizer_untouched, crd_state, create, delete, snapshot, wait_until
@@ -269,18 +270,23 @@ def test_dead_conversion_webhook_is_diagnosed(api_client, make_crd, namespace, c
 
 def test_delete_order_on_the_audit_trail(api_client, make_crd, namespace, cli, audit):
     """Each finalized object gets its deletionTimestamp (our DELETE) before its finalizers
-    go (our PATCH), and the CRD is deleted after the last of them."""
+    go (our PATCH), once each (both from the bulk sender, the PATCH on the DELETE's
+    answer), and the CRD is deleted after the last of them."""
     crd = make_crd(kind="Ordered")
-    for i in range(5):
+    count = 40
+    for i in range(count):
         create(api_client, crd, f"o{i}", namespace, finalizers=[HOLD])
     audit.mark()
     result = cli("crd", crd.name, "--delete", "--timeout", "60s")
     assert result.returncode == 0, result.stderr
     writes = [e for e in audit.writes() if e["verb"] in ("delete", "patch")]
+    sent = Counter((e["verb"], e["objectRef"].get("name")) for e in writes)
+    assert {key: n for key, n in sent.items() if n != 1} == {}, "a write sent twice"
     when = {(e["verb"], e["objectRef"].get("name")): e["stageTimestamp"] for e in writes}
-    for i in range(5):
+    for i in range(count):
         assert when[("delete", f"o{i}")] <= when[("patch", f"o{i}")], writes
-    assert max(when[("patch", f"o{i}")] for i in range(5)) <= when[("delete", crd.name)]
+    assert max(when[("patch", f"o{i}")] for i in range(count)) <= when[("delete", crd.name)]
+    assert result.stdout.count(" unfinalized ") == count
 
 
 def test_the_wait_for_a_deleted_crd_ends_when_it_goes_not_at_the_next_poll(

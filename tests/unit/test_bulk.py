@@ -50,7 +50,7 @@ def run(script, paths: list[str], timeout: float = 5.0, cap: int = 4):
     sink = RecordingSink()
     pushbacks = Counted()
     done: list[str] = []
-    bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"Accept: application/json\r\n", lambda: timeout,
+    bulk = Bulk(Connections(Endpoint(server.url)), lambda *_: b"Accept: application/json\r\n", lambda: timeout,
                 pushbacks, sink, cap)  # fmt: skip
     for path in paths:
         bulk.put(patch(path, done))
@@ -124,7 +124,7 @@ def test_when_no_connection_can_be_opened_everything_goes_back_unsent():
     sink = RecordingSink()
     bulk = Bulk(
         Connections(Endpoint(f"http://127.0.0.1:{port}")),
-        lambda: b"",
+        lambda *_: b"",
         lambda: 1.0,
         lambda sent, retry_after: 0.0,
         sink,
@@ -141,7 +141,7 @@ def test_when_no_connection_can_be_opened_everything_goes_back_unsent():
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "bug"])
 def test_after_close_or_a_bug_a_patch_goes_to_the_workers(closed):
     sink = RecordingSink()
-    headers = (lambda: b"") if closed else (lambda: 1 / 0)  # a bug when the first patch is sent
+    headers = (lambda *_: b"") if closed else (lambda *_: 1 / 0)  # a bug when the first patch is sent
     with LoopbackServer(lambda method, path: OK) as server:
         bulk = Bulk(Connections(Endpoint(server.url)), headers, lambda: 1.0, unthrottled, sink, 2)
         if closed:
@@ -166,7 +166,7 @@ def test_patches_waiting_for_a_connection_go_back_when_one_cannot_be_opened():
         url = server.url.replace("http:", "https:")
         bulk = Bulk(
             Connections(Endpoint(url, context)),
-            lambda: b"",
+            lambda *_: b"",
             lambda: next(timeouts),
             lambda sent, retry_after: 0.0,
             sink,
@@ -187,7 +187,7 @@ def test_an_idle_connection_the_server_closed_is_not_used_again():
     with LoopbackServer(lambda method, path: OK) as server:
         server.close_after_answer = True  # as an API server does with an idle connection, in time
         sink = RecordingSink()
-        bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, unthrottled, sink, 1)
+        bulk = Bulk(Connections(Endpoint(server.url)), lambda *_: b"", lambda: 2.0, unthrottled, sink, 1)
         for i in range(3):
             bulk.put(patch(f"/o/{i}"))
             assert sink.wait(1, timeout=5), f"patch {i} was not recorded"
@@ -203,7 +203,7 @@ def test_released_connections_serve_other_threads_and_come_back():
     with LoopbackServer(lambda method, path: OK) as server:
         connections = Connections(Endpoint(server.url))
         sink = RecordingSink()
-        bulk = Bulk(connections, lambda: b"", lambda: 2.0, unthrottled, sink, 2)
+        bulk = Bulk(connections, lambda *_: b"", lambda: 2.0, unthrottled, sink, 2)
         for i in range(20):
             bulk.put(patch(f"/o/{i}"))
         assert sink.wait(20, timeout=5)
@@ -249,7 +249,7 @@ def test_connections_warmed_and_given_away_are_not_opened_again():
     with LoopbackServer(lambda method, path: OK) as server:
         connections = Connections(Endpoint(server.url))
         sink = RecordingSink()
-        bulk = Bulk(connections, lambda: b"", lambda: 2.0, unthrottled, sink, 4)
+        bulk = Bulk(connections, lambda *_: b"", lambda: 2.0, unthrottled, sink, 4)
         bulk.warm(4)
         deadline = time.monotonic() + 5
         while server.connections < 4 and time.monotonic() < deadline:
@@ -277,7 +277,7 @@ def test_a_patch_is_sent_once_the_workers_give_it_a_place_and_not_before():
         sink = RecordingSink()
         sink.room = 1
         done: list[str] = []
-        bulk = Bulk(Connections(Endpoint(server.url)), lambda: b"", lambda: 2.0, unthrottled, sink, 4)
+        bulk = Bulk(Connections(Endpoint(server.url)), lambda *_: b"", lambda: 2.0, unthrottled, sink, 4)
         for i in range(3):
             bulk.put(patch(f"/o/{i}", done))
         assert sink.wait(1, timeout=5)
@@ -303,7 +303,7 @@ def test_near_the_answers_gather_before_they_are_read_far_each_is_read_as_it_com
         connections = Connections(Endpoint(server.url))
         connections.round_trip = round_trip
         done: list[str] = []
-        bulk = Bulk(connections, lambda: b"", lambda: 10.0, unthrottled, sink, 8)
+        bulk = Bulk(connections, lambda *_: b"", lambda: 10.0, unthrottled, sink, 8)
         bulk.warm(8)
         deadline = time.monotonic() + 5
         while server.connections < 8 and time.monotonic() < deadline:
@@ -333,3 +333,36 @@ def test_the_wait_is_a_share_of_the_time_a_patch_waits_in_the_server_queue():
     assert gathering.gather_window(0.081, near, busy=False) == 0.0, "a small run's few patches"
     assert gathering.gather_window(0.4, FAR, busy=True) == 0.0, "far: the round trip limits the run"
     assert gathering.gather_window(0.4, None, busy=True) == 0.0
+
+
+@pytest.mark.parametrize("second", ["ok", "refused"])
+def test_what_a_delete_s_answer_returns_is_sent_next_in_its_place_and_the_job_ends_with_it(second):
+    """--delete: a DELETE whose 2xx answer names the patch that follows. The patch goes
+    in the place the DELETE had (no other is asked for), with its own method and headers,
+    and the job ends once, with the patch: finished after its 2xx, or handed back as the
+    patch's own fallback (not the DELETE's) after any other answer."""
+    answers = {"DELETE": OK, "PATCH": OK if second == "ok" else THROTTLED.replace(b"429 Too Many", b"500 Not")}
+    server = LoopbackServer(lambda method, path: answers[method])
+    sink = RecordingSink()
+    sink.room = 1  # one place, for one job
+    kinds: list[tuple[str, str]] = []
+    done: list[str] = []
+
+    def headers(accept: str, content_type: str) -> bytes:
+        kinds.append((accept, content_type))
+        return b""
+
+    then = patch("/o", done)
+    first = BulkPatch("/o", b"{}", lambda answer: then, lambda sent: "fallback DELETE", "DELETE", "a/meta", "a/json")
+    bulk = Bulk(Connections(Endpoint(server.url)), headers, lambda: 2.0, unthrottled, sink, 1)
+    bulk.put(first)
+    assert sink.wait(1)
+    bulk.close()
+    server.close()
+    assert server.requests == [("DELETE", "/o"), ("PATCH", "/o")]
+    assert ("a/meta", "a/json") in kinds and ("application/json", "application/json") in kinds
+    if second == "ok":
+        assert done == ["/o"] and len(sink.started) == 1 and sink.requeued == []
+    else:
+        assert done == [] and sink.started == [] and sink.requeued == ["fallback /o"]
+    assert sink.room == 0, "the patch took no place of its own"

@@ -451,10 +451,11 @@ def test_the_bulk_path_frees_each_object_with_one_patch_and_reports_it_once(dele
     assert [o for o in seen if o.action not in (Action.UNFINALIZED, Action.DELETED)] == []
     assert report.count(Action.UNFINALIZED) == 200 and report.count(Action.GONE) == 0 and report.scanned == 200
     assert patched(cluster) == names  # one PATCH per object
-    if delete and not terminating:
-        assert cluster.sender.sent == []  # deleted first, on the workers: nothing for the bulk sender
-    else:
-        assert sorted(cluster.sender.sent) == names
+    assert sorted(cluster.sender.sent) == names  # each from the bulk sender, --delete's DELETE first too
+    deletes = [name for verb, name in cluster.calls if verb == "delete" and name in names]
+    assert sorted(deletes) == (names if delete and not terminating else [])  # one DELETE per live object
+    for name in deletes:
+        assert cluster.calls.index(("delete", name)) < cluster.calls.index(("patch", name))
     if delete or terminating:
         assert [r.name for r in cluster.objects] == []
     else:

@@ -151,7 +151,7 @@ class CrdInstances:
                             state.kept = True  # what blocks it then is that finalizer, not the cleanup
                         state.started()
                         # A bulk patch answered 2xx is freed and never handed to _free_instance.
-                        yield self.freer.fast(meta, partial(self._free_instance, state, meta), state.finished)
+                        yield self.freer.fast(meta, partial(self._instance_job, state), state.finished)
         except RUN_ENDED:
             state.listed = False  # the diagnosis at the deadline says what is left
         except UnfinalizeError as exc:
@@ -212,6 +212,9 @@ class CrdInstances:
         state.refused = True
         book.add(ref, Action.FAILED, message=conversion.lasting_line(listing, state.crd, hook, why), aspect="list")
         return None
+
+    def _instance_job(self, state: CrdState, meta: ObjectMeta) -> Callable[..., None]:
+        return partial(self._free_instance, state, meta)
 
     def _free_instance(self, state: CrdState, meta: ObjectMeta, sent: bool = False) -> None:
         failed = True

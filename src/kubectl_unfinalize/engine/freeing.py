@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import finalizers
 from ..errors import RUN_ENDED, Conflict, NotFound, UnfinalizeError
-from ..kube.port import RemoveAll
+from ..kube.port import Deleted, DeleteFirst, RemoveAll
 from ..model import Action, ObjectKey, ObjectMeta, ObjectRef
 from ..options import DryRun
 from . import diagnose
@@ -58,29 +58,56 @@ class Freer:
 
     @property
     def bulk_writes(self) -> bool:
-        """Whether this run's writes can be bulk patches at all (no finalizer named, no
-        dry run): --delete sends them only for objects already being deleted."""
+        """Whether this run's writes can be bulk writes at all (no finalizer named, no dry run)."""
         return not self._options.finalizers and self._options.dry_run is DryRun.NONE
 
     def fast(
-        self, meta: ObjectMeta, job: Callable[..., object], then: Callable[[], object] | None = None
+        self,
+        meta: ObjectMeta,
+        job_for: Callable[[ObjectMeta], Callable[..., object]],
+        then: Callable[[], object] | None = None,
     ) -> Callable[[], object]:
-        """`job`, or the RemoveAll of `meta` (the bulk sender's write) when that is all `job`
-        would write (no finalizer named, no dry run, nothing to delete first); the bulk
-        sender runs `job` instead after any answer but a 2xx, as `job(True)` when the
-        patch went out and no answer came (it may have been applied). `then` runs after
-        a 2xx's outcome is recorded (job is never called then)."""
-        options = self._options
-        if not self.bulk_writes or (options.delete and not meta.terminating):
+        """`job_for(meta)`, or the bulk sender's writes when they are all it would write
+        (no finalizer named, no dry run, no body to keep first): the RemoveAll of `meta`,
+        and with --delete, for an object not yet being deleted, its DELETE first
+        (DeleteFirst). The bulk sender runs the job instead after any answer but a 2xx,
+        as `job(True)` when the patch went out and no answer came (it may have been
+        applied); a RemoveAll after a DELETE falls back to `job_for` of what the DELETE
+        left. `then` runs after a 2xx's outcome is recorded (the job is never called then)."""
+        options, job = self._options, job_for(meta)
+        deleting = options.delete and not meta.terminating
+        if not self.bulk_writes or (deleting and not self._writes.bulk_deletes()):
             return job
-        if self._admission.blocking(meta.ref, "UPDATE"):
+        if self._admission.blocking(meta.ref, "UPDATE") or (deleting and self._admission.blocking(meta.ref, "DELETE")):
             return job  # not sent: the job says why
         if len(options.removable(list(meta.finalizers))) != len(meta.finalizers):
             return job  # a built-in controller's finalizer stays: a conditional write
         if not self._writes.take(meta.ref):
             return job  # not sent: the job meets the cap again and says so
+        if deleting:
+            return DeleteFirst(meta, _ignored, job, partial(self._deleted_in_bulk, meta, job_for, then))
+        return self._remove_all(meta, job, then)
+
+    def _remove_all(self, meta: ObjectMeta, job: Callable[..., object], then: Callable[[], object] | None) -> RemoveAll:
         done = partial(self._freed_in_bulk, meta)
         return RemoveAll(meta, done if then is None else partial(_both, done, then), job)
+
+    def _deleted_in_bulk(
+        self,
+        meta: ObjectMeta,
+        job_for: Callable[[ObjectMeta], Callable[..., object]],
+        then: Callable[[], object] | None,
+        answer: Deleted,
+    ) -> RemoveAll | None:
+        """The DELETE went; the RemoveAll of what it left, or None when nothing was left
+        (gone at once: nothing to free, as on a worker)."""
+        self._writes.deleted(meta.ref, answer)
+        left = answer.remaining
+        if left is None:
+            if then is not None:
+                then()
+            return None
+        return self._remove_all(left, job_for(left), then)
 
     def free_known(self, meta: ObjectMeta) -> bool:
         self._sightings.saw(meta)
@@ -188,6 +215,10 @@ class Freer:
     def _failed(self, ref: ObjectRef, verb: str, message: str) -> None:
         self._writes.failed(ref, "unfinalize" if verb == "free" else verb, message, self._options.dry_run)
         self._book.add(ref, Action.FAILED, message=message)
+
+
+def _ignored(_version: str) -> None:
+    """A DeleteFirst's `done`: its RemoveAll has its own."""
 
 
 def _both(first: Callable[[str], object], then: Callable[[], object], version: str) -> None:

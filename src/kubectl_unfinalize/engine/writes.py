@@ -145,9 +145,19 @@ class Writes:
         if answer is not None and recording:
             if crd and answer.body:
                 self._journal.keep("crd", ref, answer.body)
-            left = answer.remaining.finalizers if answer.remaining is not None else ()
-            self._journal.wrote(Write("delete", ref, answer.uid, before, answer.version, finalizers=left))
+            self.deleted(ref, answer, before)
         return answer
+
+    def bulk_deletes(self) -> bool:
+        """Whether a custom resource's DELETE may be the bulk sender's: not when --backup
+        keeps each body first (a read before the DELETE)."""
+        return not self._journal.wants("backup")
+
+    def deleted(self, ref: ObjectRef, answer: Deleted, before: str = "") -> None:
+        """A DELETE answered 2xx (by a worker, or the bulk sender, taken from the cap
+        before it was queued). `before`: the resourceVersion of the body kept first."""
+        left = answer.remaining.finalizers if answer.remaining is not None else ()
+        self._journal.wrote(Write("delete", ref, answer.uid, before, answer.version, finalizers=left))
 
     def _keep_before(self, ref: ObjectRef, kind: str) -> str:
         """Keep the body the record wants; its resourceVersion ("" when none was read: a

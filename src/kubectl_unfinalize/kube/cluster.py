@@ -5,6 +5,7 @@ gone", 410 on a list continues or restarts it)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,17 +23,18 @@ from ..options import DryRun
 from . import changes, discovery, reviews
 from .corrupt import UNSAFE_DELETE_OPTION
 from .paging import Listed, ListQuery, ListRecord, pages
-from .port import BulkSender, Deleted, RemoveAll, Sink
+from .port import BulkSender, Deleted, DeleteFirst, RemoveAll, Sink
 from .reviews import Reviews
 from .transport import MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 REMOVE_ALL = b'{"metadata":{"finalizers":null}}'  # the bulk write, encoded once
-# A patch's answer, which nothing reads but its status: a Table without the object, about a
-# KiB, where the object's metadata alone may be hundreds (a 100 KiB last-applied-configuration,
-# the managedFields of a big spec), downloaded, buffered and encoded once per object otherwise.
-# A server that cannot answer a Table answers JSON (the Accept header's second choice).
+DELETE_OPTIONS = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+DELETE_BACKGROUND = json.dumps(DELETE_OPTIONS).encode()  # a bulk DELETE's body
+# A patch's answer, read for its status and version: a Table without the object, about a KiB,
+# where the metadata may be hundreds (a 100 KiB last-applied-configuration, a big spec's
+# managedFields). A server that cannot answer a Table answers JSON (Accept's second choice).
 PATCH_ANSWER = changes.TABLE
 NO_OBJECT = {"includeObject": "None"}
 # Its head, as the API server writes a Table: the object's resourceVersion after the patch.
@@ -79,7 +81,7 @@ class HttpCluster:
             return None
         bulk = Bulk(
             transport.connections,
-            partial(transport.headers, PATCH_ANSWER, MERGE_PATCH),
+            transport.headers,
             partial(transport.timeout, self.deadline),
             transport.throttled,
             sink,
@@ -174,7 +176,7 @@ class HttpCluster:
 
     def delete(self, ref: ObjectRef, dry_run: DryRun, whole: bool = False) -> Deleted | None:
         """None when it was already gone."""
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        body: dict[str, Any] = dict(DELETE_OPTIONS)
         query = None
         if dry_run is DryRun.SERVER:
             query = {"dryRun": "All"}
@@ -191,12 +193,7 @@ class HttpCluster:
             if exc.ambiguous:  # the connection dropped after the server took the first DELETE
                 return Deleted("", None)
             return None
-        answer = answer or {}
-        if answer.get("kind") == "Status":  # deleted at once; some built-ins answer this way
-            return Deleted(str((answer.get("details") or {}).get("uid") or ""), None)
-        meta = ObjectMeta.from_dict(ref.resource, answer)
-        still_there = meta.terminating and bool(meta.finalizers)
-        return Deleted(meta.uid, meta if still_there else None, meta.resource_version, answer if whole else None)
+        return deleted(ref.resource, answer or {}, whole)
 
     def unsafe_delete(self, ref: ObjectRef) -> bool:
         # The option alone: the server refuses it beside a propagation policy or a dry run.
@@ -280,13 +277,38 @@ class HttpCluster:
 def remove_all(meta: ObjectMeta, done: Callable[[str], object], fallback: Callable[[bool], object]) -> BulkPatch:
     """The patch that removes every finalizer of `meta`, for Cluster.bulk(); `done` is told
     the resourceVersion the patch left ("" when the answer does not say)."""
-    ref = meta.ref
-    path = ref.resource.path(ref.namespace, ref.name) + "?includeObject=None"
-    return BulkPatch(path, REMOVE_ALL, lambda answer: done(answer_version(answer)), fallback)
+    path = meta.ref.resource.path(meta.ref.namespace, meta.ref.name) + "?includeObject=None"
+    return BulkPatch(
+        path, REMOVE_ALL, lambda data: done(answer_version(data)), fallback, "PATCH", PATCH_ANSWER, MERGE_PATCH
+    )
+
+
+def deleted(resource: Resource, answer: dict[str, Any], whole: bool = False) -> Deleted:
+    """What a DELETE's 2xx answer says is left."""
+    if answer.get("kind") == "Status":  # deleted at once; some built-ins answer this way
+        return Deleted(str((answer.get("details") or {}).get("uid") or ""), None)
+    meta = ObjectMeta.from_dict(resource, answer)
+    left = meta if meta.terminating and meta.finalizers else None
+    return Deleted(meta.uid, left, meta.resource_version, answer if whole else None)
+
+
+def delete_first(job: DeleteFirst) -> BulkPatch:
+    """The DELETE of `job.meta`, for Cluster.bulk(): the RemoveAll `job.deleted` makes of
+    its 2xx answer is sent next, in its place. Any other end, a lost answer too, is the
+    whole job's on a worker (a DELETE sent again is answered as the first was)."""
+    ref = job.meta.ref
+
+    def done(answer: bytes) -> BulkPatch | None:
+        left = job.deleted(deleted(ref.resource, json.loads(answer) if answer else {}))
+        return None if left is None else remove_all(left.meta, left.done, left.fallback)
+
+    path = ref.resource.path(ref.namespace, ref.name)
+    return BulkPatch(path, DELETE_BACKGROUND, done, lambda _sent: job.fallback(False), "DELETE", METADATA_OBJECT)
 
 
 class _Sender:
-    """The port's bulk sender over the HTTP layer's: each RemoveAll goes as its PATCH."""
+    """The port's bulk sender over the HTTP layer's: each RemoveAll goes as its PATCH
+    (a DeleteFirst as its DELETE, then that PATCH)."""
 
     __slots__ = ("_bulk",)
 
@@ -294,7 +316,9 @@ class _Sender:
         self._bulk = bulk
 
     def put(self, job: RemoveAll) -> None:
-        self._bulk.put(remove_all(job.meta, job.done, job.fallback))
+        self._bulk.put(
+            delete_first(job) if isinstance(job, DeleteFirst) else remove_all(job.meta, job.done, job.fallback)
+        )
 
     def nudge(self) -> None:
         self._bulk.nudge()

@@ -37,6 +37,18 @@ class RemoveAll:
         return self.fallback(False)
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteFirst(RemoveAll):
+    """--delete: the DELETE of `meta` (not yet being deleted), then the RemoveAll of what
+    it left, both from the bulk sender and in one place among the requests in flight.
+    `deleted` is told the DELETE's 2xx answer and returns that RemoveAll (None: nothing
+    is left to free). Called, or after any other end of the DELETE, it is the whole job
+    on a worker (`fallback(False)`): the DELETE and the patch, with every rule. `done`
+    goes unused: the RemoveAll has its own."""
+
+    deleted: Callable[[Deleted], RemoveAll | None]
+
+
 class BulkSender(Protocol):
     """Where the RemoveAll jobs of a bulk run go: each one's end is told to the Sink the
     sender was made with."""

@@ -6,9 +6,10 @@ finalizer: a merge patch that is idempotent and needs no precondition) is sent f
 thread waiting on all the sockets at once, and anything but a 2xx answer hands the object
 to the workers' threads, which send it again with every retry rule, diagnosis and log
 line. An answer that came is read whole, whatever its size or framing (wire.Parser), so
-the normal case is one PATCH per object. A job handed back after its request went out
-and no answer came (a reset, a timeout) says so: the server may have applied it, and a
-404 on the re-send then means "freed, and gone since".
+the normal case is one PATCH per object (with --delete, its DELETE, then the PATCH in
+the same place). A job handed back after its request went out and no answer came (a
+reset, a timeout) says so: the server may have applied it, and a 404 on the re-send then
+means "freed, and gone since".
 
 One request per connection, as many connections as requests in flight (`cap`), opened
 (TCP, TLS resuming the session) on short-lived threads so a far cluster opens them all in
@@ -22,7 +23,6 @@ import contextlib
 import queue
 import selectors
 import socket
-import ssl
 import threading
 import time
 from collections import deque
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from .bulk_patch import BulkPatch, Sink
 from .connections import Connections
 from .gathering import gather_window
-from .wire import READ_SIZE, Parser, ProtocolError, Wire, request_head
+from .wire import Parser, ProtocolError, Wire, read_ready, request_head
 
 WAKE = b"."
 LOOK_EVERY = 0.1  # seconds between looks for overdue answers
@@ -52,7 +52,7 @@ class Bulk:
     def __init__(
         self,
         connections: Connections,
-        headers: Callable[[], bytes],
+        headers: Callable[[str, str], bytes],  # (accept, content type) -> the header lines, a token's too
         timeout: Callable[[], float],
         on_pushback: Callable[[float, str | None], float],  # a 429: when it was sent, its Retry-After -> the wait
         sink: Sink,
@@ -184,7 +184,8 @@ class Bulk:
         if self._placed and self._idle:
             # Once per batch, not per patch: the headers (a plugin's token may change
             # between batches) and when the batch's answers are due.
-            headers, host, now = self._headers(), self._connections.host, time.monotonic()
+            headers: dict[tuple[str, str], bytes] = {}
+            host, now = self._connections.host, time.monotonic()
             due = now + self._timeout()
             while self._placed and self._idle and self._in_flight < self._cap:
                 if self._idle[-1].wire.generation != self._connections.generation:
@@ -192,13 +193,15 @@ class Bulk:
                     continue
                 job = self._waiting.popleft()
                 self._placed -= 1
+                kind = (job.accept, job.content_type)
                 try:
-                    head = request_head("PATCH", job.path, host, headers, len(job.body))
-                except ValueError:  # a line break in it: the workers refuse it and say so
-                    self._sink.requeue(job)  # with its place: the next round asks for another
-                    self._wake()
-                    continue
-                try:
+                    try:
+                        lines = headers.get(kind) or headers.setdefault(kind, self._headers(*kind))
+                        head = request_head(job.method, job.path, host, lines, len(job.body))
+                    except ValueError:  # a line break in it: the workers refuse it and say so
+                        self._sink.requeue(job)  # with its place: the next round asks for another
+                        self._wake()
+                        continue
                     self._send(self._idle.pop(), job, head, now, due)
                 except BaseException:
                     self._sink.requeue(job)  # not lost to a bug here
@@ -232,18 +235,8 @@ class Bulk:
     def _readable(self, conn: _Connection) -> None:
         if conn.wire not in self._open:  # dropped earlier in this round
             return
-        sock, buf = conn.wire.sock, conn.buf
-        try:
-            while True:
-                chunk = sock.recv(READ_SIZE)
-                if not chunk:
-                    raise ConnectionResetError("closed")
-                buf += chunk
-                if not isinstance(sock, ssl.SSLSocket) or not sock.pending():
-                    break
-        except (ssl.SSLWantReadError, BlockingIOError):
-            pass
-        except OSError:  # reset, or closed by the server (when idle: nothing goes back)
+        buf = conn.buf
+        if not read_ready(conn.wire.sock, buf):  # reset, or closed by the server (when idle: nothing goes back)
             self._drop(conn)
             return
         job = conn.job
@@ -272,10 +265,15 @@ class Bulk:
                 return
             self._sink.requeue(job)  # answered: not applied, the workers send it afresh
             return
+        follow: object = None
         try:
-            job.done(answer.data)
+            follow = job.done(answer.data)
         finally:
-            self._sink.finished(conn.started)
+            if isinstance(follow, BulkPatch):  # the job's next write, in the place it has
+                self._waiting.appendleft(follow)
+                self._placed += 1
+            else:
+                self._sink.finished(conn.started)
 
     def _give_idle(self) -> None:
         done, self._releasing = self._releasing, None

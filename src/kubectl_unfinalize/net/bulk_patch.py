@@ -1,4 +1,4 @@
-"""What the bulk sender (net.bulk) is given, one object's patch, and what it tells the
+"""What the bulk sender (net.bulk) is given, one object's write, and what it tells the
 workers that gave it: apart from the sender so that the port names them without its
 machinery."""
 
@@ -11,12 +11,18 @@ from typing import Protocol
 
 @dataclass(slots=True)
 class BulkPatch:
-    """One object's finalizer patch. Called, it is the whole job on a worker thread."""
+    """One object's write (its finalizer patch, or the DELETE before it). Called, it is
+    the whole job on a worker thread. `done` is told a 2xx answer's body; what it returns
+    when that is a BulkPatch is the job's next write, sent in the same place (the DELETE's
+    answer names what is left to patch), and the job ends with that one."""
 
     path: str
     body: bytes
     done: Callable[[bytes], object]  # the answer was 2xx (its body): record the outcome
-    fallback: Callable[[bool], object]  # the whole job, with retries and diagnosis; True: this patch may have applied
+    fallback: Callable[[bool], object]  # the whole job, with retries and diagnosis; True: this write may have applied
+    method: str = "PATCH"
+    accept: str = "application/json"
+    content_type: str = "application/json"
 
     def __call__(self) -> object:
         return self.fallback(False)

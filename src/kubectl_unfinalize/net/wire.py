@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -269,3 +270,20 @@ def request_head(method: str, target: str, host: str, headers: bytes, length: in
     if length is not None:
         head += b"Content-Length: %d\r\n" % length
     return head + b"\r\n"
+
+
+def read_ready(sock: socket.socket, buf: bytearray) -> bool:
+    """Add to `buf` what a non-blocking socket has ready, a TLS record's buffered rest
+    too (select() does not see it); False when the connection was reset or closed."""
+    try:
+        while True:
+            chunk = sock.recv(READ_SIZE)
+            if not chunk:
+                return False
+            buf += chunk
+            if not isinstance(sock, ssl.SSLSocket) or not sock.pending():
+                return True
+    except (ssl.SSLWantReadError, BlockingIOError):
+        return True
+    except OSError:
+        return False
