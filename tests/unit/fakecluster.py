@@ -520,6 +520,9 @@ class FakeBulk:
             if left is None:
                 self.sink.finished(started)
                 return
+            if not isinstance(left, RemoveAll):  # the rest is a worker's, in this place
+                self.sink.requeue(left)
+                return
             job = left
         name = job.meta.ref.name
         self.sent.append(name)

@@ -335,12 +335,13 @@ def test_the_wait_is_a_share_of_the_time_a_patch_waits_in_the_server_queue():
     assert gathering.gather_window(0.4, None, busy=True) == 0.0
 
 
-@pytest.mark.parametrize("second", ["ok", "refused"])
+@pytest.mark.parametrize("second", ["ok", "refused", "worker"])
 def test_what_a_delete_s_answer_returns_is_sent_next_in_its_place_and_the_job_ends_with_it(second):
     """--delete: a DELETE whose 2xx answer names the patch that follows. The patch goes
     in the place the DELETE had (no other is asked for), with its own method and headers,
     and the job ends once, with the patch: finished after its 2xx, or handed back as the
-    patch's own fallback (not the DELETE's) after any other answer."""
+    patch's own fallback (not the DELETE's) after any other answer. A job for a worker
+    instead of a patch is handed back in that place, and nothing more is sent."""
     answers = {"DELETE": OK, "PATCH": OK if second == "ok" else THROTTLED.replace(b"429 Too Many", b"500 Not")}
     server = LoopbackServer(lambda method, path: answers[method])
     sink = RecordingSink()
@@ -352,13 +353,16 @@ def test_what_a_delete_s_answer_returns_is_sent_next_in_its_place_and_the_job_en
         kinds.append((accept, content_type))
         return b""
 
-    then = patch("/o", done)
+    then = patch("/o", done) if second != "worker" else (lambda: "on a worker")
     first = BulkPatch("/o", b"{}", lambda answer: then, lambda sent: "fallback DELETE", "DELETE", "a/meta", "a/json")
     bulk = Bulk(Connections(Endpoint(server.url)), headers, lambda: 2.0, unthrottled, sink, 1)
     bulk.put(first)
     assert sink.wait(1)
     bulk.close()
     server.close()
+    if second == "worker":
+        assert server.requests == [("DELETE", "/o")] and sink.requeued == ["on a worker"] and sink.started == []
+        return
     assert server.requests == [("DELETE", "/o"), ("PATCH", "/o")]
     assert ("a/meta", "a/json") in kinds and ("application/json", "application/json") in kinds
     if second == "ok":

@@ -464,6 +464,25 @@ def test_the_bulk_path_frees_each_object_with_one_patch_and_reports_it_once(dele
     assert progress[-1].total == 200
 
 
+def test_a_delete_that_leaves_a_finalizer_the_run_keeps_is_freed_by_a_worker_not_the_bulk_patch():
+    """Another client deleted it in the foreground between the list and the run's DELETE:
+    the DELETE's answer shows foregroundDeletion, which the garbage collector owns. The
+    bulk patch would remove it; the worker's conditional write keeps it."""
+    cluster, names = stuck_widgets(6, crd=True)
+
+    def foreground(verb, ref):
+        if verb == "delete" and ref.name == "w003":
+            cluster.stored("w003").finalizers.append("foregroundDeletion")
+
+    cluster.hooks.append(foreground)
+    seen = []
+    run_engine(cluster, outcomes=seen.append, chunk_size=64, delete=True, timeout=1)  # w003 stays: held
+    assert cluster.stored("w003").finalizers == ["foregroundDeletion"]
+    assert [o.finalizers for o in seen if o.name == "w003" and o.action == Action.UNFINALIZED] == [["x"]]
+    assert patched(cluster) == names, "one patch each, w003's the worker's"
+    assert sorted(cluster.sender.sent) == [n for n in names if n != "w003"]
+
+
 def test_patches_the_bulk_sender_hands_back_are_sent_again_and_reported_once():
     """Refused (5xx, 429) or without an answer (the connection dropped before or after
     the server applied it): the workers send it again; one outcome each, all freed."""

@@ -98,15 +98,19 @@ class Freer:
         job_for: Callable[[ObjectMeta], Callable[..., object]],
         then: Callable[[], object] | None,
         answer: Deleted,
-    ) -> RemoveAll | None:
+    ) -> Callable[[], object] | None:
         """The DELETE went; the RemoveAll of what it left, or None when nothing was left
-        (gone at once: nothing to free, as on a worker)."""
+        (gone at once: nothing to free, as on a worker). What left has a finalizer this run
+        keeps (another client's foreground delete came first) is freed on a worker, by the
+        conditional write that keeps it."""
         self._writes.deleted(meta.ref, answer)
         left = answer.remaining
         if left is None:
             if then is not None:
                 then()
             return None
+        if len(self._options.removable(list(left.finalizers))) != len(left.finalizers):
+            return job_for(left)
         return self._remove_all(left, job_for(left), then)
 
     def free_known(self, meta: ObjectMeta) -> bool:

@@ -298,9 +298,9 @@ def delete_first(job: DeleteFirst) -> BulkPatch:
     whole job's on a worker (a DELETE sent again is answered as the first was)."""
     ref = job.meta.ref
 
-    def done(answer: bytes) -> BulkPatch | None:
+    def done(answer: bytes) -> Callable[[], object] | None:
         left = job.deleted(deleted(ref.resource, json.loads(answer) if answer else {}))
-        return None if left is None else remove_all(left.meta, left.done, left.fallback)
+        return remove_all(left.meta, left.done, left.fallback) if isinstance(left, RemoveAll) else left
 
     path = ref.resource.path(ref.namespace, ref.name)
     return BulkPatch(path, DELETE_BACKGROUND, done, lambda _sent: job.fallback(False), "DELETE", METADATA_OBJECT)

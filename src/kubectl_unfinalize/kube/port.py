@@ -41,12 +41,13 @@ class RemoveAll:
 class DeleteFirst(RemoveAll):
     """--delete: the DELETE of `meta` (not yet being deleted), then the RemoveAll of what
     it left, both from the bulk sender and in one place among the requests in flight.
-    `deleted` is told the DELETE's 2xx answer and returns that RemoveAll (None: nothing
-    is left to free). Called, or after any other end of the DELETE, it is the whole job
-    on a worker (`fallback(False)`): the DELETE and the patch, with every rule. `done`
-    goes unused: the RemoveAll has its own."""
+    `deleted` is told the DELETE's 2xx answer and returns that RemoveAll, or a job for a
+    worker in the same place (what is left needs another write), or None (nothing is left
+    to free). Called, or after any other end of the DELETE, it is the whole job on a
+    worker (`fallback(False)`): the DELETE and the patch, with every rule. `done` goes
+    unused: the RemoveAll has its own."""
 
-    deleted: Callable[[Deleted], RemoveAll | None]
+    deleted: Callable[[Deleted], Callable[[], object] | None]
 
 
 class BulkSender(Protocol):

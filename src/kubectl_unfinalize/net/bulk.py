@@ -272,6 +272,8 @@ class Bulk:
             if isinstance(follow, BulkPatch):  # the job's next write, in the place it has
                 self._waiting.appendleft(follow)
                 self._placed += 1
+            elif callable(follow):  # the rest of the job is a worker's, in that place
+                self._sink.requeue(follow)
             else:
                 self._sink.finished(conn.started)
 

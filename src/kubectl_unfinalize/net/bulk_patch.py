@@ -14,7 +14,8 @@ class BulkPatch:
     """One object's write (its finalizer patch, or the DELETE before it). Called, it is
     the whole job on a worker thread. `done` is told a 2xx answer's body; what it returns
     when that is a BulkPatch is the job's next write, sent in the same place (the DELETE's
-    answer names what is left to patch), and the job ends with that one."""
+    answer names what is left to patch), and the job ends with that one; another callable
+    is the rest of the job, run by the workers in that place."""
 
     path: str
     body: bytes
