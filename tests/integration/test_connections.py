@@ -71,8 +71,9 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
                 def failed(self, exc):
                     back.append(exc)
 
-            headers = transport.headers("application/json", "application/merge-patch+json")
-            bulk = Bulk(transport.connections, lambda: headers, lambda: 10.0, lambda sent, retry_after: 0.0, Sink(), 8)
+            bulk = Bulk(
+                transport.connections, transport.headers, lambda: 10.0, lambda sent, retry_after: 0.0, Sink(), 8
+            )
             try:
                 bulk.warm(len(names))
                 deadline = time.monotonic() + 10
@@ -86,6 +87,9 @@ def test_connections_opened_early_for_a_far_server_stay_open_until_patches_use_t
                             b'{"metadata":{"finalizers":null}}',
                             lambda answer, name=name: done.append(name),
                             lambda sent: back.append(sent),
+                            "PATCH",
+                            "application/json",
+                            "application/merge-patch+json",
                         )
                     )
                 while len(done) + len(back) < len(names) and time.monotonic() < deadline:

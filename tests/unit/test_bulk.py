@@ -29,6 +29,9 @@ def patch(path: str, done: list[str] | None = None) -> BulkPatch:
         b"{}",
         (lambda answer: done.append(path)) if done is not None else (lambda answer: None),
         lambda sent: f"{'resent' if sent else 'fallback'} {path}",
+        "PATCH",
+        "application/json",
+        "application/merge-patch+json",
     )
 
 
@@ -364,7 +367,7 @@ def test_what_a_delete_s_answer_returns_is_sent_next_in_its_place_and_the_job_en
         assert server.requests == [("DELETE", "/o")] and sink.requeued == ["on a worker"] and sink.started == []
         return
     assert server.requests == [("DELETE", "/o"), ("PATCH", "/o")]
-    assert ("a/meta", "a/json") in kinds and ("application/json", "application/json") in kinds
+    assert ("a/meta", "a/json") in kinds and ("application/json", "application/merge-patch+json") in kinds
     if second == "ok":
         assert done == ["/o"] and len(sink.started) == 1 and sink.requeued == []
     else:

@@ -25,7 +25,7 @@ from .corrupt import UNSAFE_DELETE_OPTION
 from .paging import Listed, ListQuery, ListRecord, pages
 from .port import BulkSender, Deleted, DeleteFirst, RemoveAll, Sink
 from .reviews import Reviews
-from .transport import MERGE_PATCH, Transport
+from .transport import JSON, MERGE_PATCH, Transport
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
@@ -303,7 +303,7 @@ def delete_first(job: DeleteFirst) -> BulkPatch:
         return remove_all(left.meta, left.done, left.fallback) if isinstance(left, RemoveAll) else left
 
     path = ref.resource.path(ref.namespace, ref.name)
-    return BulkPatch(path, DELETE_BACKGROUND, done, lambda _sent: job.fallback(False), "DELETE", METADATA_OBJECT)
+    return BulkPatch(path, DELETE_BACKGROUND, done, lambda _sent: job.fallback(False), "DELETE", METADATA_OBJECT, JSON)
 
 
 class _Sender:

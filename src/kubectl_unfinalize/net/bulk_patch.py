@@ -21,9 +21,9 @@ class BulkPatch:
     body: bytes
     done: Callable[[bytes], object]  # the answer was 2xx (its body): record the outcome
     fallback: Callable[[bool], object]  # the whole job, with retries and diagnosis; True: this write may have applied
-    method: str = "PATCH"
-    accept: str = "application/json"
-    content_type: str = "application/json"
+    method: str  # no defaults: a patch body sent under the wrong media type is refused (415)
+    accept: str
+    content_type: str
 
     def __call__(self) -> object:
         return self.fallback(False)
