@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -102,6 +102,7 @@ class FakeCluster:
         self.expired = False  # a watch finds its history gone (410)
         self.watch_list = False  # versions() answers (a server with WatchList), else None
         self.cleanup_paused = False  # deleted CRDs stay, their instances untouched
+        self.watches_deletions = False  # all_deleted watches: the cleanup goes on while it waits
         self.patched_at: dict[ObjectRef, int] = {}  # the resourceVersion each bulk patch left
         # Namespaces removed through /finalize while objects in them were held: those objects
         # stay, readable and deletable, and NamespaceLifecycle answers every update of them
@@ -172,6 +173,8 @@ class FakeCluster:
                 if self.cleanup_paused:  # the API server's cleanup has not reached the deleted CRDs
                     continue
                 instances = [r for r in self.objects if r.resource == self.crds.get(ref.name)]
+                if any(not self.objects[r].terminating for r in instances):
+                    stored.rv += 1  # the cleanup controller's first write: its Terminating condition
                 for r in instances:
                     self.objects[r].terminating = True
                 if not [r for r in instances if self.objects[r].finalizers]:
@@ -282,8 +285,16 @@ class FakeCluster:
     def listed_at(self, resource: Resource, namespace: str | None) -> Listed | None:
         return self.listings.get(resource)
 
-    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
-        return None  # no watch here: the engine polls
+    def all_deleted(self, resource: Resource, uids: Mapping[str, str], since: str, seconds: int) -> bool | None:
+        """None (no watch: the engine polls) unless `watches_deletions`: then the paused
+        cleanup resumes during the watch, which says whether every one of `uids` went."""
+        if not self.watches_deletions:
+            return None
+        self._call("watch_deleted", ObjectRef(resource, ",".join(sorted(uids))))
+        with self.lock:
+            self.cleanup_paused = False
+            self._settle()
+            return not any(r.resource == resource and s.uid == uids.get(r.name) for r, s in self.objects.items())
 
     def written_since(self, resource: Resource, query: ListQuery, since: str, seconds: int) -> Counter[str] | None:
         """`writes` per name after the `since`-th entry (a resourceVersion here is an
@@ -370,8 +381,9 @@ class FakeCluster:
         with self.lock:
             stored.terminating = True
             stored.rv += 1
+            answer = Deleted(stored.uid, stored.meta(ref), str(stored.rv))
             self._settle()
-            return Deleted(stored.uid, stored.meta(ref) if ref in self.objects else None)
+            return answer if ref in self.objects else Deleted(stored.uid, None, answer.version)
 
     def force_delete(self, ref: ObjectRef, uid: str, dry_run: DryRun) -> bool:
         self._call("force_delete", ref)

@@ -114,6 +114,40 @@ def test_delete_order_each_instance_is_deleted_before_its_finalizers_go_and_the_
     assert actions(report) == [("a", "unfinalized"), ("b", "unfinalized"), (WIDGET_CRD.name, "deleted")]
 
 
+def test_a_deleted_crd_is_watched_from_its_delete_and_its_deleted_event_is_the_read(bulk):
+    """The watch starts at the DELETE's resourceVersion, so it sees a deletion that came
+    before it: a read of the CRD before the watch costs a round trip and tells nothing
+    the watch does not; and its DELETED event, with the uid the run deleted, is the
+    server's word that the CRD is gone: no read after it either."""
+    cluster = FakeCluster(bulk=bulk)
+    cluster.add_crd()
+    cluster.add("a", ["x"])
+    cluster.cleanup_paused = cluster.watches_deletions = True
+    report = run_engine(cluster, delete=True)
+    assert report.ok, report.failed
+    after = cluster.calls[cluster.calls.index(("delete", WIDGET_CRD.name)) + 1 :]
+    assert after == [("watch_deleted", WIDGET_CRD.name)]
+    assert cluster.stored(WIDGET_CRD.name, CRD_RESOURCE) is None
+    assert actions(report) == [("a", "unfinalized"), (WIDGET_CRD.name, "deleted")]
+
+
+def test_the_watch_for_deleted_crds_starts_at_the_earliest_delete_so_none_that_went_before_it_is_missed():
+    """Another CRD may go between the first DELETE and the last: a watch from the last
+    one's answer would wait its whole time for a deletion already in the past."""
+    cluster = two_crds()
+    cluster.stored(GADGET_CRD.name, CRD_RESOURCE).rv = 10  # the DELETE answers tell the two apart
+    cluster.cleanup_paused = cluster.watches_deletions = True
+    watched = []
+    real = cluster.all_deleted
+    cluster.all_deleted = lambda resource, names, since, seconds: (
+        watched.append(since) or real(resource, names, since, seconds)
+    )
+    report = run_engine(cluster, Targets(crds=[WIDGET_CRD, GADGET_CRD]), delete=True)
+    assert report.ok, report.failed
+    first = next(name for verb, name in cluster.calls if verb == "delete" and name.endswith(".example.com"))
+    assert watched == [{WIDGET_CRD.name: "2", GADGET_CRD.name: "11"}[first]]
+
+
 def two_crds(bulk=False):
     """Widgets and gadgets, one object each, every one with a finalizer."""
     cluster = FakeCluster(bulk=bulk)

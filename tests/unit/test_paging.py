@@ -274,8 +274,8 @@ def test_the_wait_for_deleted_crds_reads_the_events_as_they_come_or_a_body_that_
     from kubectl_unfinalize.model import CRD_RESOURCE
 
     events = (
-        b'{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}\n'
-        b'{"type":"DELETED","object":{"metadata":{"name":"a"}}}\n'
+        b'{"type":"MODIFIED","object":{"metadata":{"name":"a","uid":"u1"}}}\n'
+        b'{"type":"DELETED","object":{"metadata":{"name":"a","uid":"u1"}}}\n'
     )
 
     def streamed(method, path, *, query, accept, on_chunk, parse):
@@ -284,18 +284,24 @@ def test_the_wait_for_deleted_crds_reads_the_events_as_they_come_or_a_body_that_
         assert on_chunk(events[30:])  # the last one went: the watch ends here
         return None
 
-    assert all_deleted(streamed, CRD_RESOURCE, {"a"}, "5", 1) is True
+    assert all_deleted(streamed, CRD_RESOURCE, {"a": "u1"}, "5", 1) is True
 
     def whole(method, path, *, query, accept, on_chunk, parse):  # a proxy that buffered the stream
         assert query["fieldSelector"] is None
         return parse(events)
 
-    assert all_deleted(whole, CRD_RESOURCE, {"a", "b"}, "5", 1) is False  # b is still there
+    assert all_deleted(whole, CRD_RESOURCE, {"a": "u1", "b": "u2"}, "5", 1) is False  # b is still there
+
+    def buffered(method, path, *, query, accept, on_chunk, parse):
+        return parse(events)
+
+    # An object of the same name with another uid went (the run's was re-created and that one deleted): not ours.
+    assert all_deleted(buffered, CRD_RESOURCE, {"a": "u0"}, "5", 1) is False
 
     def expired(method, path, *, query, accept, on_chunk, parse):
         return parse(b'{"type":"ERROR","object":{"code":410}}\n')
 
-    assert all_deleted(expired, CRD_RESOURCE, {"a"}, "5", 1) is None
+    assert all_deleted(expired, CRD_RESOURCE, {"a": "u1"}, "5", 1) is None
 
 
 def test_the_first_page_of_objects_as_kubectl_apply_leaves_them_fits_the_budget():

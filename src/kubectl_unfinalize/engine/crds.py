@@ -76,24 +76,26 @@ class CrdPass:
         self.workers = workers
         self._watching = True  # until a watch could not tell: then the loop polls
 
-    def wait_gone(self, states: list[CrdState]) -> bool:
+    def wait_gone(self, states: list[CrdState]) -> bool | None:
         """Between passes, when what is left is CRDs this run deleted: wait for them by a
         watch, which ends the moment the last one goes (a poll came up to a poll interval
-        late, a large share of a small teardown),
-        or after WATCH_SECONDS, when the loop goes on as after a poll. From the
-        resourceVersion of a DELETE answer: the reads that found them still there came
-        after every DELETE, so no deletion since can be missed. False when the loop must
-        sleep instead: some were not deleted, or a watch could not tell (its history was
-        gone, another server refused it), which stops the watching for the run."""
+        late, a large share of a small teardown), or after WATCH_SECONDS, when the loop
+        goes on as after a poll. From the resourceVersion of the earliest DELETE's answer:
+        each CRD goes after its own DELETE, so every deletion, even one before the watch
+        began, is in its history. True when every one went, with the uid this run deleted:
+        the DELETED events are the server's word, and no read follows (a round trip, on a
+        far cluster); False when some may be left, for the loop to read. None when the
+        loop must sleep instead: some were not deleted, or a watch could not tell (its
+        history was gone, another server refused it), which stops the watching for the run."""
         deleted = [s for s in states if s.uid and s.version]
         if not self._watching or not deleted or len(deleted) < len(states):
-            return False
-        since = max(deleted, key=lambda s: s.deleted_at).version
-        names = {s.crd.name for s in deleted}
-        if self.run.cluster.all_deleted(CRD_RESOURCE, names, since, WATCH_SECONDS) is None:
+            return None
+        since = min(deleted, key=lambda s: s.deleted_at).version
+        uids = {s.crd.name: s.uid or "" for s in deleted}
+        went = self.run.cluster.all_deleted(CRD_RESOURCE, uids, since, WATCH_SECONDS)
+        if went is None:
             self._watching = False
-            return False
-        return True
+        return went
 
     def jobs(self, states: list[CrdState]) -> Generator[Job, None, None]:
         """On the main thread: every instance job of `states`, as their lists bring them.

@@ -189,14 +189,16 @@ class Engine:
                 break
             if not waiting:
                 break
-            pending = self._still_there(pending)
+            pending = self._unheld(pending)
+            went = None if pending.objects or pending.spaces else self.crds.wait_gone(pending.crds)
+            pending = _Targets([], [], []) if went else self._still_there(pending)
             self._progress(pending.crds)
             if not pending:
                 return
             if self.deadline.expired():
                 report.timed_out = True
                 break
-            if pending.objects or pending.spaces or not self.crds.wait_gone(pending.crds):
+            if went is None:
                 time.sleep(min(poll, self.deadline.remaining()))
                 poll = min(poll * 2, options.poll)
         if report.timed_out and self.deadline.cause is not None:  # nothing more can be asked: no diagnosis
@@ -208,31 +210,31 @@ class Engine:
         elif not options.delete and options.dry_run is DryRun.NONE:
             self._final_check(pending, report)
 
-    def _still_there(self, pending: _Targets) -> _Targets:
-        exists = self._exists
-        crds = [
-            c
-            for c in pending.crds
-            if not c.refused and not lasting.crd_held(self.admission, self.freer, self.book, c) and c.uid != ""
-        ]
-        there = self.crds.still_there(crds)  # one list of CRDs for them all
+    def _unheld(self, pending: _Targets) -> _Targets:
+        """What is still worth waiting on, as far as the run knows without a read: not a
+        lasting refusal, not held by what the run could not free."""
         return _Targets(
-            [c for c in crds if c.uid is None or c in there],
+            [
+                c
+                for c in pending.crds
+                if not c.refused and not lasting.crd_held(self.admission, self.freer, self.book, c) and c.uid != ""
+            ],
             [
                 o
                 for o in pending.objects
-                if o.uid
-                and not self.admission.blocking(o.ref, "UPDATE")
-                and o.ref not in self.freer.orphans
-                and exists(o.ref, o.uid)
+                if o.uid and not self.admission.blocking(o.ref, "UPDATE") and o.ref not in self.freer.orphans
             ],
-            [
-                n
-                for n in pending.spaces
-                if n.uid
-                and not lasting.namespace_held(self.admission, self.book, n)
-                and exists(namespace_ref(n.name), n.uid)
-            ],
+            [n for n in pending.spaces if n.uid and not lasting.namespace_held(self.admission, self.book, n)],
+        )
+
+    def _still_there(self, pending: _Targets) -> _Targets:
+        """Of what _unheld() kept, what a read still finds with the uid this run deleted."""
+        exists = self._exists
+        there = self.crds.still_there(pending.crds)  # one list of CRDs for them all
+        return _Targets(
+            [c for c in pending.crds if c.uid is None or c in there],
+            [o for o in pending.objects if o.uid and exists(o.ref, o.uid)],
+            [n for n in pending.spaces if n.uid and exists(namespace_ref(n.name), n.uid)],
         )
 
     def _exists(self, ref: ObjectRef, uid: str) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import Gone, NotFound, UnfinalizeError
@@ -59,13 +59,16 @@ def written_since(
     return counts
 
 
-def all_deleted(request: Request, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
-    """Watch `resource` from `since` until each of `names` was deleted (True, at once:
-    the wait for a deleted CRD ends when it goes, as kubectl's does, not at the next
-    poll), or until the server ends the watch after `seconds` (False). None when the
-    watch cannot tell: its history is gone (410), or it broke off. Metadata only: a CRD's
-    schema can be hundreds of KiB, and its cleanup controller writes it twice."""
-    left = set(names)
+def all_deleted(request: Request, resource: Resource, uids: Mapping[str, str], since: str, seconds: int) -> bool | None:
+    """Watch `resource` from `since` until each object of `uids` (name -> uid) was
+    deleted (True, at once: the wait for a deleted CRD ends when it goes, as kubectl's
+    does, not at the next poll), or until the server ends the watch after `seconds`
+    (False). The DELETED event is the server's word that the object with that uid is
+    gone: one of the same name with another uid (re-created, deleted again) does not
+    count. None when the watch cannot tell: its history is gone (410), or it broke off.
+    Metadata only: a CRD's schema can be hundreds of KiB, and its cleanup controller
+    writes it twice."""
+    left = dict(uids)
     failed = False
 
     def on_event(event: dict[str, Any]) -> bool:
@@ -75,7 +78,10 @@ def all_deleted(request: Request, resource: Resource, names: set[str], since: st
             failed = True
             return True
         if kind == "DELETED":
-            left.discard(((event.get("object") or {}).get("metadata") or {}).get("name"))
+            meta = (event.get("object") or {}).get("metadata") or {}
+            name, uid = str(meta.get("name") or ""), meta.get("uid")
+            if uid and left.get(name) == uid:
+                del left[name]
         return not left
 
     on_chunk = _EventLines(on_event)
@@ -84,7 +90,7 @@ def all_deleted(request: Request, resource: Resource, names: set[str], since: st
         "watch": "true",
         "resourceVersion": since,
         "timeoutSeconds": max(1, seconds),
-        "fieldSelector": f"metadata.name={next(iter(names))}" if len(names) == 1 else None,
+        "fieldSelector": f"metadata.name={next(iter(uids))}" if len(uids) == 1 else None,
     }
     try:
         # A body that came whole (not chunked: a proxy that buffers) is read the same way.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
@@ -141,13 +141,13 @@ class HttpCluster:
             return None
         return changes.versions(self._request, resource, query, int(min(seconds, left)), on_row)
 
-    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
+    def all_deleted(self, resource: Resource, uids: Mapping[str, str], since: str, seconds: int) -> bool | None:
         """None too when the deadline, or --request-timeout, ends before the watch would;
         and for a failed request (the caller then polls, which reports what fails)."""
         if min(self.deadline.remaining(), self.transport.request_timeout or float("inf")) < seconds + 1:
             return None
         try:
-            return changes.all_deleted(self._request, resource, names, since, seconds)
+            return changes.all_deleted(self._request, resource, uids, since, seconds)
         except UnfinalizeError:
             return None
 

@@ -7,7 +7,7 @@ of the port's own (RemoveAll): HttpCluster's bulk sender makes it the HTTP layer
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,9 +101,9 @@ class Cluster(Protocol):
         None when the server cannot say (then the objects are read instead)."""
         ...
 
-    def all_deleted(self, resource: Resource, names: set[str], since: str, seconds: int) -> bool | None:
-        """Whether each of `names` is deleted within `seconds`, watched from `since`
-        (changes.all_deleted); None when a watch cannot tell."""
+    def all_deleted(self, resource: Resource, uids: Mapping[str, str], since: str, seconds: int) -> bool | None:
+        """Whether each object of `uids` (name -> uid) is deleted within `seconds`, watched
+        from `since` (changes.all_deleted); None when a watch cannot tell."""
         ...
 
     def api_discovery(self) -> list[dict[str, Any]]: ...
