@@ -157,3 +157,66 @@ def test_the_read_of_versions_ends_before_a_short_deadline_rather_than_not_being
     assert cluster.versions(WIDGETS, ListQuery(), 30, lambda n, v: None) is True
     assert asked and asked[0] <= 9, asked
     assert HttpCluster(Transport(), Deadline(1.5)).versions(WIDGETS, ListQuery(), 30, lambda n, v: None) is None  # type: ignore[arg-type]
+
+
+def spread(freed_per_namespace: int, free_too: int = 0) -> tuple[FakeCluster, list[str | None]]:
+    """Widgets in three namespaces, each name its own (the fake's versions are per
+    object, the API server's are not): `freed_per_namespace` with a finalizer in each,
+    `free_too` more without one. Returns the cluster and the namespaces versions read."""
+    cluster = FakeCluster(bulk=True)
+    cluster.watch_list = True
+    cluster.list_bytes = 1000  # what the run's list saw is kept (small objects)
+    for space in ("ns1", "ns2", "ns3"):
+        for i in range(freed_per_namespace):
+            cluster.add(f"{space}-f{i}", ["x"], namespace=space)
+        for i in range(free_too):
+            cluster.add(f"{space}-n{i}", [], namespace=space)
+    read: list[str | None] = []
+    real = cluster.versions
+
+    def versions(resource, query, seconds, on_row):
+        read.append(query.namespace)
+        return real(resource, query, seconds, on_row)
+
+    cluster.versions = versions
+    return cluster, read
+
+
+def test_when_the_run_freed_most_of_what_it_listed_one_read_of_every_namespace_checks_them_all():
+    """Per namespace, each read is a request and a round of the pool: the API server
+    sends the same rows once for the whole type (a version names one write, so rows of
+    any namespace match by name and version)."""
+    cluster, read = spread(2)
+
+    def controller(verb, ref):
+        if verb == "versions" and cluster.stored("ns2-f1").finalizers == []:
+            cluster.write("ns2-f1", ["x"])  # put back after our patch
+
+    cluster.hooks.append(controller)
+    report = run_engine(cluster, settle=0.01)
+    assert read == [None]
+    assert [o.name for o in report.outcomes if o.action is Action.REFINALIZED] == ["ns2-f1"]
+    assert [name for verb, name in cluster.calls if verb == "get"] == ["ns2-f1"]
+
+
+def test_when_the_run_freed_few_of_what_it_listed_each_namespace_is_read_on_its_own():
+    """Reading every namespace would send every row of the type for a few freed ones."""
+    cluster, read = spread(1, free_too=4)
+    report = run_engine(cluster, settle=0.01)
+    assert report.ok
+    assert sorted(read) == ["ns1", "ns2", "ns3"]
+
+
+def test_when_the_one_read_cannot_be_made_its_namespaces_are_listed_as_before():
+    cluster, read = spread(2)
+    cluster.watch_list = False
+
+    def controller(verb, ref):
+        if verb == "versions":
+            cluster.write("ns3-f0", ["x"])
+
+    cluster.hooks.append(controller)
+    report = run_engine(cluster, settle=0.01)
+    assert read == [None]
+    assert [o.name for o in report.outcomes if o.action is Action.REFINALIZED] == ["ns3-f0"]
+    assert sorted(name for verb, name in cluster.calls if verb == "list") == ["widgets"] * 4  # the run's, 3 again

@@ -26,6 +26,9 @@ LISTS_AT_ONCE = 16  # each holds a page: memory stays a few pages, whatever the 
 WATCH_OVER = 32 << 20  # a list that read more bytes than this is watched, not read again, by the final check,
 WATCH_OBJECT = 4 << 10  # when its objects are this big: a small one's metadata costs about what its watch event does
 WATCH_EVENTS_PER_SECOND = 20000  # the watch of a place lasts a second more per this many objects freed there
+MERGE_SHARE = (
+    2  # a type's versions are read in one for every namespace when 1/MERGE_SHARE of its listed objects were freed
+)
 VERSIONS_SECONDS = 30  # the most a read of a place's versions may take (it ends as soon as they all came)
 
 Place = tuple[Resource, str | None]  # a type, in a namespace (None: every namespace)
@@ -106,12 +109,35 @@ class FinalCheck:
         Returns those objects, and the places the server could not read so (no WatchList)."""
         again: list[ObjectRef] = []
         unread: list[Place] = []
-        for place, changed in zip(list(ours), self.pool.map(self._versions_of, list(ours.items())), strict=True):
+        reads, parts = self._merged(ours)
+        for place, changed in zip(list(reads), self.pool.map(self._versions_of, list(reads.items())), strict=True):
             if changed is None:
-                unread.append(place)
+                unread += parts.get(place, [place])
             else:
                 again += changed
         return again, unread
+
+    def _merged(self, ours: Mapping[Place, Expected]) -> tuple[dict[Place, Expected], dict[Place, list[Place]]]:
+        """One read of every namespace for a type whose freed objects were in several and
+        were at least half of what the run's list of it saw: the server then sends at most
+        twice the rows, once, where a read per namespace costs a request and a place in
+        the pool each (a version names one write, so a row of any namespace matches by
+        name and version). Returns the reads, and the places each merged read stands for."""
+        reads = dict(ours)
+        parts: dict[Place, list[Place]] = {}
+        if self.options.namespace is not None:
+            return reads, parts
+        spaces: dict[Resource, list[Place]] = {}
+        for place in ours:
+            if place[0].namespaced and place[1] is not None:
+                spaces.setdefault(place[0], []).append(place)
+        for resource, places in spaces.items():
+            seen = self.cluster.listed_at(resource, None)
+            freed = sum(len(ours[place]) for place in places)
+            if len(places) > 1 and seen is not None and freed * MERGE_SHARE >= seen.objects:
+                reads[(resource, None)] = {key: ref for place in places for key, ref in reads.pop(place).items()}
+                parts[(resource, None)] = places
+        return reads, parts
 
     def _versions_of(self, item: tuple[Place, Expected]) -> list[ObjectRef] | None:
         """The objects freed in the place that were written since (or are gone)."""
