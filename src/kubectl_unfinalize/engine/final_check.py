@@ -26,9 +26,7 @@ LISTS_AT_ONCE = 16  # each holds a page: memory stays a few pages, whatever the 
 WATCH_OVER = 32 << 20  # a list that read more bytes than this is watched, not read again, by the final check,
 WATCH_OBJECT = 4 << 10  # when its objects are this big: a small one's metadata costs about what its watch event does
 WATCH_EVENTS_PER_SECOND = 20000  # the watch of a place lasts a second more per this many objects freed there
-MERGE_SHARE = (
-    2  # a type's versions are read in one for every namespace when 1/MERGE_SHARE of its listed objects were freed
-)
+MERGE_SHARE = 2  # one versions read of every namespace when 1/MERGE_SHARE of what a type listed was freed
 VERSIONS_SECONDS = 30  # the most a read of a place's versions may take (it ends as soon as they all came)
 
 Place = tuple[Resource, str | None]  # a type, in a namespace (None: every namespace)

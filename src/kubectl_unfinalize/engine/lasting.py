@@ -9,6 +9,7 @@ from .admission import Admission
 from .crd_instances import CrdState
 from .freeing import Freer
 from .namespace_sweep import NamespaceState
+from .object_sweep import ObjectState
 from .outcomes import OutcomeBook
 
 
@@ -27,6 +28,12 @@ def crd_held(admission: Admission, freer: Freer, book: OutcomeBook, state: CrdSt
         message = f"{done}: {state.blocked} of its objects are refused by a dead admission webhook (see above)"
     book.add(crd_ref(state.crd.name), Action.BLOCKING, message=message, aspect=STILL_BLOCKING)
     return True
+
+
+def object_held(admission: Admission, freer: Freer, state: ObjectState) -> bool:
+    """Its update is refused by a dead admission webhook, or its namespace is gone (each
+    reported where it was found)."""
+    return admission.blocking(state.ref, "UPDATE") is not None or state.ref in freer.orphans
 
 
 def namespace_held(admission: Admission, book: OutcomeBook, state: NamespaceState) -> bool:

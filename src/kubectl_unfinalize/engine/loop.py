@@ -219,11 +219,7 @@ class Engine:
                 for c in pending.crds
                 if not c.refused and not lasting.crd_held(self.admission, self.freer, self.book, c) and c.uid != ""
             ],
-            [
-                o
-                for o in pending.objects
-                if o.uid and not self.admission.blocking(o.ref, "UPDATE") and o.ref not in self.freer.orphans
-            ],
+            [o for o in pending.objects if o.uid and not lasting.object_held(self.admission, self.freer, o)],
             [n for n in pending.spaces if n.uid and not lasting.namespace_held(self.admission, self.book, n)],
         )
 
