@@ -123,6 +123,17 @@ class FakeCluster:
             self.objects[ref].rv += 1
             self.writes.append(ref)
 
+    def puts_back(self, name: str, when: str) -> None:
+        """A controller that puts a finalizer back on `name` once the run freed it, at the
+        moment the final check makes its read (`when`: that read's verb here)."""
+
+        def controller(verb: str, ref: ObjectRef) -> None:
+            stored = self.stored(name)
+            if verb == when and stored is not None and stored.finalizers == []:
+                self.write(name, ["x"])
+
+        self.hooks.append(controller)
+
     # -- setup
     def add(
         self, name: str, finalizers: list[str], namespace: str | None = "ns", resource: Resource = WIDGETS

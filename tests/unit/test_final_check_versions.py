@@ -35,11 +35,7 @@ def cluster_of(bulk: bool, names=("a", "b", "c")) -> FakeCluster:
 def test_only_objects_written_after_the_patch_are_read_again_and_nothing_is_listed_again(bulk):
     cluster = cluster_of(bulk)
 
-    def controller(verb, ref):
-        if verb == "versions" and cluster.stored("b").finalizers == []:
-            cluster.write("b", ["x"])  # put back after our patch
-
-    cluster.hooks.append(controller)
+    cluster.puts_back("b", when="versions")
     report = run_engine(cluster, settle=0.01)
     assert ("b", "refinalized") in actions(report) and report.failures == 1
     assert report.count(Action.UNFINALIZED) == 3
@@ -59,11 +55,7 @@ def test_without_watch_list_the_check_falls_back_to_listing():
     cluster = cluster_of(True)
     cluster.watch_list = False
 
-    def controller(verb, ref):
-        if verb == "versions":
-            cluster.write("c", ["x"])
-
-    cluster.hooks.append(controller)
+    cluster.puts_back("c", when="versions")
     report = run_engine(cluster, settle=0.01)
     assert ("c", "refinalized") in actions(report)
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2  # the run's, and the check's
@@ -188,11 +180,7 @@ def test_when_the_run_freed_most_of_what_it_listed_one_read_of_every_namespace_c
     any namespace match by name and version)."""
     cluster, read = spread(2)
 
-    def controller(verb, ref):
-        if verb == "versions" and cluster.stored("ns2-f1").finalizers == []:
-            cluster.write("ns2-f1", ["x"])  # put back after our patch
-
-    cluster.hooks.append(controller)
+    cluster.puts_back("ns2-f1", when="versions")
     report = run_engine(cluster, settle=0.01)
     assert read == [None]
     assert [o.name for o in report.outcomes if o.action is Action.REFINALIZED] == ["ns2-f1"]
@@ -211,11 +199,7 @@ def test_when_the_one_read_cannot_be_made_its_namespaces_are_listed_as_before():
     cluster, read = spread(2)
     cluster.watch_list = False
 
-    def controller(verb, ref):
-        if verb == "versions":
-            cluster.write("ns3-f0", ["x"])
-
-    cluster.hooks.append(controller)
+    cluster.puts_back("ns3-f0", when="versions")
     report = run_engine(cluster, settle=0.01)
     assert read == [None]
     assert [o.name for o in report.outcomes if o.action is Action.REFINALIZED] == ["ns3-f0"]

@@ -203,11 +203,7 @@ def big_cluster(bulk, names=("a", "b", "c")):
 def test_the_final_check_of_big_objects_watches_and_reads_again_only_what_was_written_after_the_patch(bulk):
     cluster = big_cluster(bulk)
 
-    def controller(verb, ref):
-        if verb == "watch" and cluster.stored("b").finalizers == []:
-            cluster.write("b", ["x"])  # put back after our patch, before the watch
-
-    cluster.hooks.append(controller)
+    cluster.puts_back("b", when="watch")
     report = run_engine(cluster, settle=0.01)
     assert ("b", "refinalized") in actions(report) and report.failures == 1
     assert [c for c in cluster.calls if c[0] == "list"] == [("list", "widgets")]  # no second list
@@ -219,11 +215,7 @@ def test_the_final_check_lists_again_when_the_watch_history_is_gone():
     cluster = big_cluster(True)
     cluster.expired = True
 
-    def controller(verb, ref):
-        if verb == "watch":
-            cluster.write("c", ["x"])
-
-    cluster.hooks.append(controller)
+    cluster.puts_back("c", when="watch")
     report = run_engine(cluster, settle=0.01)
     assert ("c", "refinalized") in actions(report) and report.count(Action.UNFINALIZED) == 3
     assert len([c for c in cluster.calls if c[0] == "list"]) == 2  # the run's list, and the check's
